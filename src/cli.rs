@@ -1,0 +1,227 @@
+//! The command line: every command and flag, in one place (clap derive).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::builder::PossibleValuesParser;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::session::model::ListKind;
+
+/// Portable agent sessions: one record of a coding task that follows you from one AI coding
+/// agent to the next.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pas-agent",
+    version,
+    about,
+    long_about = "Portable agent sessions: one record of a coding task that follows you from one AI \
+coding agent to the next.\n\nThe record lives in .pas-agent/session.json at the project root. \
+`export` writes it into the file an agent reads at startup (CLAUDE.md, AGENTS.md, GEMINI.md), \
+and `run` launches an agent with a checkpoint and export before and a record of what it did after.",
+    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context file cannot be updated safely; `run` exits with the agent's own code."
+)]
+pub struct Cli {
+    /// Run as if pas-agent was started in DIR (like `git -C`).
+    #[arg(short = 'C', value_name = "DIR", global = true)]
+    pub dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start a session for this project (the git work tree, or this directory outside git).
+    Init(InitArgs),
+    /// Record progress: task, objective, next action, and items in the task's lists.
+    Update(UpdateArgs),
+    /// Remove items from one of the task's lists by number.
+    Remove(RemoveArgs),
+    /// Save a snapshot of the task and the changed files.
+    Checkpoint(CheckpointArgs),
+    /// Show the session: task, lists, git state, checkpoints, and whether the last checkpoint
+    /// is behind.
+    Status(JsonArgs),
+    /// List the checkpoints.
+    List(JsonArgs),
+    /// Show one checkpoint: its task snapshot and changed files.
+    Show(ShowArgs),
+    /// Write the session into an agent's context file (between pas-agent markers).
+    Export(ExportArgs),
+    /// Run an agent: checkpoint and export before, record the run after.
+    Run(RunArgs),
+    /// List the agent runs recorded in this session.
+    Runs(RunsArgs),
+}
+
+/// `init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Project name (default: the name of the session root directory).
+    #[arg(short, long)]
+    pub name: Option<String>,
+    /// What you are working on (asked for on a terminal when missing).
+    #[arg(short, long)]
+    pub task: Option<String>,
+    /// Outside git, start a session here even though a parent directory has one.
+    #[arg(long)]
+    pub nested: bool,
+}
+
+/// `update`.
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// Replace the task description.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Replace the objective ("" clears it).
+    #[arg(long)]
+    pub objective: Option<String>,
+    /// Set the next action ("" clears it).
+    #[arg(long, conflicts_with = "clear_next")]
+    pub next: Option<String>,
+    /// Clear the next action.
+    #[arg(long)]
+    pub clear_next: bool,
+    /// Add a completed item (repeatable; each value is one item).
+    #[arg(long, value_name = "ITEM")]
+    pub completed: Vec<String>,
+    /// Add a remaining item (repeatable).
+    #[arg(long, value_name = "ITEM")]
+    pub remaining: Vec<String>,
+    /// Add a decision (repeatable).
+    #[arg(long, value_name = "ITEM")]
+    pub decision: Vec<String>,
+    /// Add a blocker (repeatable).
+    #[arg(long, value_name = "ITEM")]
+    pub blocker: Vec<String>,
+    /// Add a constraint (repeatable).
+    #[arg(long, value_name = "ITEM")]
+    pub constraint: Vec<String>,
+    /// Add a discovery (repeatable).
+    #[arg(long, value_name = "ITEM")]
+    pub discovery: Vec<String>,
+    /// Move remaining item #N to completed (repeatable; numbers as `status` shows them).
+    #[arg(long, value_name = "N")]
+    pub done: Vec<usize>,
+    /// Drop blocker #N (repeatable).
+    #[arg(long, value_name = "N")]
+    pub resolve: Vec<usize>,
+}
+
+/// A task list, as `remove` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListArg {
+    Completed,
+    Remaining,
+    #[value(alias = "decision")]
+    Decisions,
+    #[value(alias = "blocker")]
+    Blockers,
+    #[value(alias = "constraint")]
+    Constraints,
+    #[value(alias = "discovery")]
+    Discoveries,
+}
+
+impl From<ListArg> for ListKind {
+    fn from(l: ListArg) -> Self {
+        match l {
+            ListArg::Completed => ListKind::Completed,
+            ListArg::Remaining => ListKind::Remaining,
+            ListArg::Decisions => ListKind::Decisions,
+            ListArg::Blockers => ListKind::Blockers,
+            ListArg::Constraints => ListKind::Constraints,
+            ListArg::Discoveries => ListKind::Discoveries,
+        }
+    }
+}
+
+/// `remove`.
+#[derive(Debug, Args)]
+pub struct RemoveArgs {
+    /// The list to remove from.
+    pub list: ListArg,
+    /// Item numbers, as `status` shows them.
+    #[arg(required = true, value_name = "N")]
+    pub numbers: Vec<usize>,
+}
+
+/// `checkpoint`.
+#[derive(Debug, Args)]
+pub struct CheckpointArgs {
+    /// What this checkpoint marks (asked for on a terminal when missing).
+    #[arg(value_name = "MESSAGE")]
+    pub message: Vec<String>,
+}
+
+/// Commands that can print JSON.
+#[derive(Debug, Args)]
+pub struct JsonArgs {
+    /// Print one JSON document instead of text (see docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Checkpoint number (as `list` shows it), or the end of its id (4+ characters).
+    pub checkpoint: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The agent to export for.
+    #[arg(short = 't', long = "to", value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::agents::names()))]
+    pub to: String,
+    /// Write to this file instead of the agent's own (relative to the current directory).
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Replace the whole file with the block, even if its markers are broken.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The agent (claude, codex, gemini, opencode, cursor-agent, kiro-cli, agy, or an id or
+    /// alias), or any program. Without it, the program is the first word after `--`.
+    #[arg(value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// Do not take the checkpoints before and after the run.
+    #[arg(long)]
+    pub no_checkpoint: bool,
+    /// Do not export to the agent's context file before the run.
+    #[arg(long)]
+    pub no_export: bool,
+    /// Arguments for the agent, after `--`.
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<OsString>,
+}
+
+/// `runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+}

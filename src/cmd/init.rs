@@ -1,0 +1,78 @@
+//! `pas-agent init`: start a session at the project root.
+
+use std::fmt::Write as _;
+
+use chrono::Utc;
+
+use super::{cwd, git_line};
+use crate::cli::InitArgs;
+use crate::error::{Error, Result};
+use crate::git::{self, Detail};
+use crate::session::{Project, ops};
+use crate::term::{clean, prompt_line};
+
+pub fn run(args: InitArgs) -> Result<i32> {
+    let cwd = cwd()?;
+    let repo = git::discover(&cwd)?;
+    let root = repo.as_ref().map_or_else(|| cwd.clone(), |r| r.top.clone());
+    let project = Project::at(&root);
+    if project.has_session() {
+        return Err(Error::SessionExists {
+            path: project.session_path(),
+        });
+    }
+    if repo.is_none() && !args.nested {
+        if let Some(parent) = cwd.parent().and_then(Project::find_opt) {
+            return Err(Error::Message(format!(
+                "{} already has a session, and this directory belongs to it\n  hint: pas-agent commands here use that session; pass --nested to start a separate one here",
+                parent.root.display()
+            )));
+        }
+    }
+    let task = match args.task {
+        Some(t) => t,
+        None => prompt_line(
+            "Task description:",
+            "no task given: pass --task \"<what you are working on>\"",
+        )?,
+    };
+    let task = task.trim().to_string();
+    if task.is_empty() {
+        return Err(Error::Usage("the task description cannot be empty".into()));
+    }
+    let name = args
+        .name
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .or_else(|| root.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "unknown".into());
+    let tree = repo.as_ref().and_then(|r| match r.status(Detail::Dirty) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            crate::term::warn(&format!("{e}; the session starts without git data"));
+            None
+        }
+    });
+    let mut session = ops::new_session(name, task, Utc::now());
+    session.git = tree.as_ref().map(|t| t.git_ref());
+    project.create(&session)?;
+
+    let mut out = String::new();
+    let _ = writeln!(out, "Started a pas-agent session.");
+    let _ = writeln!(out, "  Project: {}", clean(&session.project_name));
+    let _ = writeln!(out, "  Session: {}", session.id);
+    let _ = writeln!(out, "  Store:   {}", clean(&project.session_path().to_string_lossy()));
+    if let Some(git) = &session.git {
+        let _ = writeln!(out, "  Git:     {}", git_line(git));
+    }
+    let _ = writeln!(
+        out,
+        "Tip: commit .pas-agent/ to carry the session across machines, or add it to .gitignore to keep it local."
+    );
+    let _ = writeln!(
+        out,
+        "Next: `pas-agent update --remaining \"<step>\"` to plan, `pas-agent run <agent>` to start an agent."
+    );
+    crate::term::print(&out)?;
+    Ok(0)
+}

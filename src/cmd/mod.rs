@@ -1,0 +1,122 @@
+//! One module per command. Each turns parsed arguments into calls on the core and prints the
+//! result; `dispatch` returns the process exit code.
+
+mod checkpoint;
+mod export;
+mod init;
+mod list;
+mod remove;
+mod run;
+mod runs;
+mod show;
+mod status;
+mod update;
+
+use std::path::PathBuf;
+
+use crate::cli::Command;
+use crate::error::{Error, Result};
+use crate::git::{self, Detail, Repo, WorkTree};
+use crate::session::Project;
+use crate::session::model::{GitRef, ListKind, TaskState};
+use crate::term::{clean, clean_line};
+
+/// Runs one command; returns the exit code on success.
+pub fn dispatch(command: Command) -> Result<i32> {
+    match command {
+        Command::Init(a) => init::run(a),
+        Command::Update(a) => update::run(a),
+        Command::Remove(a) => remove::run(a),
+        Command::Checkpoint(a) => checkpoint::run(a),
+        Command::Status(a) => status::run(a),
+        Command::List(a) => list::run(a),
+        Command::Show(a) => show::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Runs(a) => runs::run(a),
+    }
+}
+
+/// The current directory.
+fn cwd() -> Result<PathBuf> {
+    std::env::current_dir().map_err(|e| Error::io(".", e))
+}
+
+/// The session above the current directory.
+fn project() -> Result<Project> {
+    Project::find(&cwd()?)
+}
+
+/// The session root's git repository and its live state (`None`s outside git; a git failure
+/// is a warning, not an error).
+fn live(project: &Project, detail: Detail) -> (Option<Repo>, Option<WorkTree>) {
+    let repo = git::for_root(&project.root);
+    let tree = repo.as_ref().and_then(|r| match r.status(detail) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            crate::term::warn(&format!("{e}; continuing without git information"));
+            None
+        }
+    });
+    (repo, tree)
+}
+
+/// `main @ 1a2b3c4d (uncommitted changes)`, `detached HEAD @ …`, `main @ no commits`.
+fn git_line(git: &GitRef) -> String {
+    let branch = match &git.branch {
+        Some(b) => clean(b),
+        None => "detached HEAD".into(),
+    };
+    let commit = match &git.commit {
+        Some(c) => c.chars().take(8).collect(),
+        None => "no commits".to_string(),
+    };
+    let dirty = if git.dirty {
+        " (uncommitted changes)"
+    } else {
+        ""
+    };
+    format!("{branch} @ {commit}{dirty}")
+}
+
+/// The numbered lists of a task, in `status` order, as text.
+fn task_lists(task: &TaskState, out: &mut String) {
+    use std::fmt::Write as _;
+    for (title, kind) in [
+        ("Completed", ListKind::Completed),
+        ("Remaining", ListKind::Remaining),
+        ("Blockers", ListKind::Blockers),
+        ("Decisions", ListKind::Decisions),
+        ("Constraints", ListKind::Constraints),
+        ("Discoveries", ListKind::Discoveries),
+    ] {
+        let items = task.list(kind);
+        if items.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title} ({}):", items.len());
+        for (i, item) in items.iter().enumerate() {
+            let _ = writeln!(out, "  {:>2}. {}", i + 1, clean_line(item));
+        }
+    }
+}
+
+/// Task, objective and next action, as text.
+fn task_head(task: &TaskState, out: &mut String) {
+    use std::fmt::Write as _;
+    let _ = writeln!(out, "Task:      {}", clean_line(&task.description));
+    if !task.objective.trim().is_empty() {
+        let _ = writeln!(out, "Objective: {}", clean_line(&task.objective));
+    }
+    if let Some(next) = task.next() {
+        let _ = writeln!(out, "Next:      {}", clean_line(next));
+    }
+}
+
+/// Prints `value` as pretty JSON on stdout.
+fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::Message(format!("cannot encode JSON: {e}")))?;
+    text.push('\n');
+    crate::term::print(&text)
+}

@@ -1,0 +1,48 @@
+//! `pas-agent show N`: one checkpoint in full.
+
+use std::fmt::Write as _;
+
+use super::list::{Numbered, Summary};
+use super::{git_line, print_json, project, task_head, task_lists};
+use crate::cli::ShowArgs;
+use crate::display::{count, second};
+use crate::error::Result;
+use crate::session::ops;
+use crate::term::{clean, clean_line};
+
+pub fn run(args: ShowArgs) -> Result<i32> {
+    let project = project()?;
+    let session = project.load()?;
+    let (number, cp) = ops::find_checkpoint(&session, &args.checkpoint)?;
+    if args.json {
+        print_json(&Numbered {
+            number,
+            checkpoint: Summary::Full(cp),
+        })?;
+        return Ok(0);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "Checkpoint #{number} ({})", cp.id);
+    let _ = writeln!(out, "Saved:    {}", second(&cp.timestamp));
+    let _ = writeln!(out, "Message:  {}", clean_line(&cp.message));
+    if let Some(git) = &cp.git {
+        let _ = writeln!(out, "Git:      {}", git_line(git));
+    }
+    out.push('\n');
+    task_head(&cp.task_snapshot, &mut out);
+    task_lists(&cp.task_snapshot, &mut out);
+    if cp.files_changed.is_empty() {
+        out.push_str("\nNo changed files recorded.\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "\n{} changed:",
+            count(cp.files_changed.len(), "file", "files")
+        );
+        for f in &cp.files_changed {
+            let _ = writeln!(out, "  {} ({})", clean(&f.path), clean(&f.status.describe()));
+        }
+    }
+    crate::term::print(&out)?;
+    Ok(0)
+}

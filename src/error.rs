@@ -1,0 +1,132 @@
+//! The core's one error type and the exit code each kind maps to (SPEC §7).
+
+use std::io;
+use std::path::PathBuf;
+
+/// Exit codes shared by every command (SPEC §7). `run` passes the agent's own code through
+/// and uses [`exit::LAUNCHER_FAILED`], [`exit::NOT_EXECUTABLE`] and [`exit::NOT_FOUND`] for its
+/// own failures.
+pub mod exit {
+    /// Success.
+    pub const OK: i32 = 0;
+    /// Any error without a more specific code.
+    pub const FAILURE: i32 = 1;
+    /// Usage error: bad arguments (clap's own code), or input the command needs is missing.
+    pub const USAGE: i32 = 2;
+    /// No `.pas-agent/session.json` in the current directory or any parent.
+    pub const NO_SESSION: i32 = 3;
+    /// Another process held the session lock past the timeout.
+    pub const LOCKED: i32 = 4;
+    /// `session.json` is damaged, or from a newer schema version.
+    pub const DAMAGED: i32 = 5;
+    /// The export target cannot be updated safely (markers, permissions).
+    pub const EXPORT_UNSAFE: i32 = 6;
+    /// `run`: the launcher itself failed before or after the agent ran.
+    pub const LAUNCHER_FAILED: i32 = 125;
+    /// `run`: the program was found but could not be executed.
+    pub const NOT_EXECUTABLE: i32 = 126;
+    /// `run`: the program was not found.
+    pub const NOT_FOUND: i32 = 127;
+}
+
+/// Everything that can go wrong in the core. Each variant names the file or thing involved, so
+/// the message alone tells the user what happened and where.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Walked from `start` to the filesystem root without finding `.pas-agent/session.json`.
+    #[error(
+        "no pas-agent session found in {} or any parent directory\n  hint: start one with `pas-agent init --task \"<what you are working on>\"`",
+        start.display()
+    )]
+    NoSession { start: PathBuf },
+
+    /// `init` found a session already in place.
+    #[error("a session already exists at {}\n  hint: `pas-agent status` shows it; delete the .pas-agent directory to start over", path.display())]
+    SessionExists { path: PathBuf },
+
+    /// The session lock was held by another process for longer than the timeout.
+    #[error(
+        "the session is locked by another pas-agent process{holder} ({})\n  hint: retry shortly, or raise PAS_AGENT_LOCK_TIMEOUT_MS (waited {waited_ms} ms)",
+        path.display()
+    )]
+    Locked {
+        path: PathBuf,
+        holder: String,
+        waited_ms: u64,
+    },
+
+    /// The session file cannot be understood. The file has not been touched.
+    #[error("{}: {problem}\n  the file was left unchanged; fix it by hand or restore it from git (`git checkout -- .pas-agent/session.json`)", path.display())]
+    Damaged { path: PathBuf, problem: String },
+
+    /// The session file was written by a newer pas-agent. The file has not been touched.
+    #[error("{}: schema version {found} is newer than this pas-agent understands (up to {supported})\n  the file was left unchanged; upgrade pas-agent to work with it", path.display())]
+    Unsupported {
+        path: PathBuf,
+        found: u64,
+        supported: u32,
+    },
+
+    /// An export target (context file) cannot be updated without risking the user's text.
+    #[error("{}: {problem}", path.display())]
+    ExportUnsafe { path: PathBuf, problem: String },
+
+    /// Bad input the command line parser could not catch (an item number out of range,
+    /// missing input with no terminal to ask on, …).
+    #[error("{0}")]
+    Usage(String),
+
+    /// A user-facing failure that is none of the above ("nothing to update", …).
+    #[error("{0}")]
+    Message(String),
+
+    /// The project cannot be used as a session root (a bare repository, inside `.git`).
+    #[error("{}: {problem}", path.display())]
+    BadRoot { path: PathBuf, problem: String },
+
+    /// An I/O error, with the path it happened on.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    /// Writing to stdout failed because the reader went away (`pas-agent list | head -1`).
+    #[error("broken pipe")]
+    BrokenPipe,
+
+    /// The launcher could not start the program.
+    #[error("{message}")]
+    Launch { message: String, code: i32 },
+}
+
+impl Error {
+    /// The process exit code for this error (SPEC §7).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::NoSession { .. } => exit::NO_SESSION,
+            Error::Locked { .. } => exit::LOCKED,
+            Error::Damaged { .. } | Error::Unsupported { .. } => exit::DAMAGED,
+            Error::ExportUnsafe { .. } => exit::EXPORT_UNSAFE,
+            Error::Usage(_) => exit::USAGE,
+            Error::Launch { code, .. } => *code,
+            Error::BrokenPipe => exit::OK,
+            Error::SessionExists { .. }
+            | Error::Message(_)
+            | Error::BadRoot { .. }
+            | Error::Io { .. } => exit::FAILURE,
+        }
+    }
+
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Result with the core [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,138 @@
+//! `export`: render the session and splice it into an agent's context file (SPEC §4).
+
+pub mod block;
+pub mod render;
+
+use std::path::{Path, PathBuf};
+
+use crate::agents::Agent;
+use crate::error::{Error, Result};
+use crate::fsutil::{self, ReadError, WriteError};
+use crate::git::{Repo, WorkTree};
+use crate::session::Project;
+use crate::stale::{self, Stale};
+
+pub use block::Outcome;
+
+/// Context files larger than this are not touched (16 MiB).
+pub const MAX_CONTEXT_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Where an export goes.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The file to write (absolute).
+    pub path: PathBuf,
+    /// Whether this is the file the agent reads at startup: its context file at the project
+    /// root (compared by full path, not by name as the original did).
+    pub at_default: bool,
+}
+
+impl Target {
+    /// The agent's own file at the project root, or `output` resolved against `cwd` (as every
+    /// command-line path is).
+    pub fn new(project: &Project, agent: &Agent, output: Option<&Path>, cwd: &Path) -> Target {
+        let default = project.root.join(agent.context_file);
+        match output {
+            None => Target {
+                path: default,
+                at_default: true,
+            },
+            Some(out) => {
+                let path = cwd.join(out);
+                let at_default = same_file_path(&path, &default);
+                Target { path, at_default }
+            }
+        }
+    }
+}
+
+/// Whether two paths name the same place, comparing canonical parents and file names (the file
+/// itself need not exist yet).
+fn same_file_path(a: &Path, b: &Path) -> bool {
+    let norm = |p: &Path| -> Option<PathBuf> {
+        let parent = p.parent()?.canonicalize().ok()?;
+        Some(parent.join(p.file_name()?))
+    };
+    match (norm(a), norm(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// What an export did.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub target: Target,
+    pub outcome: Outcome,
+    /// Set when the work moved on since the latest checkpoint.
+    pub stale: Option<Stale>,
+    /// Characters in the whole file after the export (for agents that cut files off).
+    pub file_chars: usize,
+}
+
+/// Renders the session and writes it into `target`, under the session lock (so two exports to
+/// one file cannot interleave). `session.json` itself is not rewritten. `now` and `repo` are
+/// the live git state, read by the caller before locking.
+///
+/// Errors: those of [`write`], and session errors from loading.
+pub fn export(
+    project: &Project,
+    target: &Target,
+    force: bool,
+    now: Option<&WorkTree>,
+    repo: Option<&Repo>,
+) -> Result<Report> {
+    let _guard = project.lock()?;
+    let session = project.load()?;
+    write(&session, target, force, now, repo)
+}
+
+/// Renders `session` and splices it into `target`. The caller holds the session lock.
+///
+/// Errors: [`Error::ExportUnsafe`] when the file's markers do not form exactly one block (and
+/// `force` is off), the file is read-only, too large, or cannot be read or written — in every
+/// case the file is left as it was.
+pub fn write(
+    session: &crate::session::Session,
+    target: &Target,
+    force: bool,
+    now: Option<&WorkTree>,
+    repo: Option<&Repo>,
+) -> Result<Report> {
+    let stale = stale::check(session, now, repo);
+    let git = now.map(WorkTree::git_ref);
+    let content = render::render(session, git.as_ref(), stale.as_ref());
+    let unsafe_ = |problem: String| Error::ExportUnsafe {
+        path: target.path.clone(),
+        problem,
+    };
+    let existing = match fsutil::read_limited(&target.path, MAX_CONTEXT_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(ReadError::TooLarge(size)) => {
+            return Err(unsafe_(format!(
+                "the file is {size} bytes, more than the {MAX_CONTEXT_FILE_BYTES}-byte limit for a context file; nothing was written"
+            )));
+        }
+        Err(ReadError::Io(e)) => {
+            return Err(unsafe_(format!("cannot read the file ({e}); nothing was written")));
+        }
+    };
+    let (bytes, outcome) = block::splice(existing.as_deref(), &content, force).map_err(|reason| {
+        unsafe_(format!(
+            "the pas-agent markers do not form one block: {reason}. Nothing was written; fix the markers by hand, or pass --force to replace the whole file with the block"
+        ))
+    })?;
+    fsutil::write_atomic(&target.path, &bytes).map_err(|e| match e {
+        WriteError::ReadOnly => unsafe_(
+            "the file is read-only; nothing was written (make it writable, or export elsewhere with -o)".into(),
+        ),
+        WriteError::NotAFile => unsafe_("not a regular file; nothing was written".into()),
+        WriteError::Io(e) => unsafe_(format!("cannot write the file ({e}); it was left as it was")),
+    })?;
+    Ok(Report {
+        target: target.clone(),
+        outcome,
+        stale,
+        file_chars: String::from_utf8_lossy(&bytes).chars().count(),
+    })
+}

@@ -1,0 +1,347 @@
+//! Rendering a session as the Markdown that agents read.
+//!
+//! Headings and their order are the original PAS-Agent's (`pas-agent-format.md` §3), so tools
+//! and people who know that layout find everything where they expect it. Two additions: a
+//! short paragraph telling the next agent how to record its own progress, and the latest
+//! launcher runs.
+//!
+//! Trust model: every user value is passed through [`inline`] (or [`code_span`] for paths),
+//! which keeps it on one line and backslash-escapes every character that could start Markdown
+//! structure, so a task description cannot fake a marker, a heading, a fence, a list, a rule,
+//! a link or HTML (§7 defect 8 of the original).
+
+use std::fmt::Write as _;
+
+use crate::display::minute;
+use crate::session::model::{GitRef, Run, RunState, Session};
+use crate::stale::{MAX_FILES_LISTED, Stale, short};
+
+/// At most this many checkpoints are listed in the history (the original's limit).
+pub const MAX_CHECKPOINTS: usize = 10;
+/// At most this many runs are listed.
+pub const MAX_RUNS: usize = 5;
+
+/// Characters CommonMark (with GFM tables and strikethrough) gives meaning inside a line.
+const INLINE_SPECIAL: &[char] = &['\\', '`', '*', '_', '[', ']', '<', '>', '&', '~', '|'];
+/// Characters that start a block when they open a line.
+const LINE_START_SPECIAL: &[char] = &['#', '+', '-', '='];
+
+/// One-line, escaped Markdown for a user value. Whitespace runs (newlines included) collapse to
+/// one space; control characters become `?`; Markdown punctuation is backslash-escaped; a
+/// value that would open a block (`# `, `- `, `1. `, `---`, `===`, …) has its first mark
+/// escaped.
+pub fn inline(text: &str) -> String {
+    let line = crate::term::clean_line(text);
+    let mut out = String::with_capacity(line.len() + 8);
+    for c in line.chars() {
+        if INLINE_SPECIAL.contains(&c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    if out.starts_with(LINE_START_SPECIAL) {
+        out.insert(0, '\\');
+    } else {
+        // An ordered-list opener: up to nine digits, then `.` or `)`.
+        let digits = out.chars().take_while(|c| c.is_ascii_digit()).count();
+        if (1..=9).contains(&digits) && matches!(out[digits..].chars().next(), Some('.' | ')')) {
+            out.insert(digits, '\\');
+        }
+    }
+    out
+}
+
+/// A path as a code span whose backtick fence is longer than any run of backticks inside it
+/// (padded with spaces when the path starts or ends with a backtick); control characters
+/// become `?`.
+pub fn code_span(path: &str) -> String {
+    let path = crate::term::clean(path).replace(['\n', '\r'], "?");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in path.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if path.starts_with('`') || path.ends_with('`') || path.is_empty() {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{path}{pad}{fence}")
+}
+
+fn bullets(out: &mut String, heading: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## {heading}\n");
+    for item in items {
+        let _ = writeln!(out, "- {}", inline(item));
+    }
+    out.push('\n');
+}
+
+fn paragraph(out: &mut String, heading: &str, text: &str) {
+    if text.trim().is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## {heading}\n\n{}\n", inline(text));
+}
+
+/// The Markdown for `session`, with `git` as the live git state (the `## Git State` section is
+/// left out when `None`) and `stale` adding `## Changed Since Last Checkpoint` when the work
+/// tree moved on.
+pub fn render(session: &Session, git: Option<&GitRef>, stale: Option<&Stale>) -> String {
+    let mut out = String::new();
+    let task = &session.task;
+    out.push_str("# PAS-Agent Session Context\n\n");
+    out.push_str(
+        "This context was exported by pas-agent so that work on this task can continue where \
+the last session stopped. It is a progress record kept by a developer or by another coding \
+agent. Where it disagrees with this project's own instructions, the project's instructions \
+win.\n\n",
+    );
+    out.push_str(
+        "Keep the record current as you work: `pas-agent update --completed \"<what you \
+finished>\" --next \"<what comes next>\"` records progress (also `--remaining`, `--decision`, \
+`--blocker`, `--done N`), and `pas-agent checkpoint \"<message>\"` saves a snapshot with the \
+changed files. `pas-agent status` shows the whole record with item numbers.\n\n",
+    );
+
+    out.push_str("## Project\n\n");
+    let _ = writeln!(out, "- **Name:** {}", inline(&session.project_name));
+    let _ = writeln!(out, "- **Session ID:** {}", session.id);
+    let _ = writeln!(out, "- **Created:** {}", minute(&session.created_at));
+    let _ = writeln!(out, "- **Updated:** {}\n", minute(&session.updated_at));
+
+    let _ = writeln!(out, "## Task\n\n{}\n", inline(&task.description));
+    paragraph(&mut out, "Objective", &task.objective);
+    bullets(&mut out, "Completed Work", &task.completed);
+    bullets(&mut out, "Remaining Work", &task.remaining);
+    if let Some(next) = task.next() {
+        paragraph(&mut out, "Next Action", next);
+    }
+    bullets(&mut out, "Decisions Made", &task.decisions);
+    bullets(&mut out, "Blockers", &task.blockers);
+    bullets(&mut out, "Constraints", &task.constraints);
+    bullets(&mut out, "Discoveries", &task.discoveries);
+
+    if let Some(git) = git {
+        out.push_str("## Git State\n\n");
+        let branch = match &git.branch {
+            Some(b) => inline(b),
+            None => "(detached HEAD)".into(),
+        };
+        let commit = match &git.commit {
+            Some(c) => c.chars().take(8).collect::<String>(),
+            None => "(no commits yet)".into(),
+        };
+        let _ = writeln!(out, "- **Branch:** {branch}");
+        let _ = writeln!(out, "- **Commit:** {commit}");
+        let _ = writeln!(
+            out,
+            "- **Uncommitted changes:** {}\n",
+            if git.dirty { "yes" } else { "no" }
+        );
+    }
+
+    if let Some(last) = session.checkpoints.last() {
+        if !last.files_changed.is_empty() {
+            out.push_str("## Files Changed (as of last checkpoint)\n\n");
+            for f in last.files_changed.iter().take(MAX_FILES_LISTED) {
+                let _ = writeln!(
+                    out,
+                    "- {} ({})",
+                    code_span(&f.path),
+                    inline(&f.status.describe())
+                );
+            }
+            if last.files_changed.len() > MAX_FILES_LISTED {
+                let _ = writeln!(
+                    out,
+                    "- …and {} more",
+                    last.files_changed.len() - MAX_FILES_LISTED
+                );
+            }
+            out.push('\n');
+        }
+    }
+
+    if let Some(stale) = stale.filter(|s| s.tree_moved()) {
+        out.push_str("## Changed Since Last Checkpoint\n\n");
+        let _ = writeln!(
+            out,
+            "The working tree moved on since the checkpoint of {}, so the sections above may be out of date.\n",
+            minute(&stale.since)
+        );
+        if let Some((old, new)) = &stale.head {
+            let _ = writeln!(out, "- HEAD {} → {}", short(old), short(new));
+        }
+        if let Some((old, new)) = &stale.branch {
+            let name = |b: &Option<String>| {
+                b.as_deref()
+                    .map(inline)
+                    .unwrap_or_else(|| "(detached HEAD)".into())
+            };
+            let _ = writeln!(out, "- Branch {} → {}", name(old), name(new));
+        }
+        for (path, what) in stale.file_lines() {
+            if path.is_empty() {
+                let _ = writeln!(out, "- {what}");
+            } else {
+                let _ = writeln!(out, "- {} ({})", code_span(&path), inline(&what));
+            }
+        }
+        out.push('\n');
+    }
+
+    if !session.checkpoints.is_empty() {
+        out.push_str("## Checkpoint History\n\n");
+        let n = session.checkpoints.len();
+        if n > MAX_CHECKPOINTS {
+            let _ = writeln!(
+                out,
+                "- _{} earlier checkpoints not shown_",
+                n - MAX_CHECKPOINTS
+            );
+        }
+        for cp in &session.checkpoints[n.saturating_sub(MAX_CHECKPOINTS)..] {
+            let _ = writeln!(
+                out,
+                "- **{}** — {}",
+                minute(&cp.timestamp),
+                inline(&cp.message)
+            );
+        }
+        out.push('\n');
+    }
+
+    let runs: Vec<&Run> = session
+        .runs
+        .iter()
+        .rev()
+        .filter(|r| r.state != RunState::Running)
+        .take(MAX_RUNS)
+        .collect();
+    if !runs.is_empty() {
+        out.push_str("## Recent Agent Runs\n\n");
+        for run in runs.into_iter().rev() {
+            let _ = writeln!(out, "- {}", run_line(run));
+        }
+        out.push('\n');
+    }
+
+    let _ = write!(
+        out,
+        "---\n\n_Exported by pas-agent {}._\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    out
+}
+
+fn run_line(run: &Run) -> String {
+    let mut line = format!(
+        "**{}** — {}",
+        minute(&run.started_at),
+        inline(&run.agent)
+    );
+    if let Some(ms) = run.duration_ms {
+        let _ = write!(line, ", {}", crate::display::duration(ms));
+    }
+    match (run.exit_code, run.signal, &run.state) {
+        (_, _, RunState::Abandoned) => line.push_str(", abandoned (the launcher was killed)"),
+        (Some(code), _, _) => {
+            let _ = write!(line, ", exit {code}");
+        }
+        (None, Some(sig), _) => {
+            let _ = write!(line, ", killed by signal {sig}");
+        }
+        _ => {}
+    }
+    if !run.commits.is_empty() {
+        let summaries: Vec<String> = run
+            .commits
+            .iter()
+            .take(3)
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c.id.chars().take(8).collect::<String>(),
+                    inline(&c.summary)
+                )
+            })
+            .collect();
+        let more = run.commits.len().saturating_sub(3);
+        let _ = write!(
+            line,
+            ", {}: {}{}",
+            crate::display::count(run.commits.len(), "commit", "commits"),
+            summaries.join("; "),
+            if more > 0 {
+                format!("; …and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if !run.files_changed.is_empty() {
+        let _ = write!(
+            line,
+            ", {} changed",
+            crate::display::count(run.files_changed.len(), "file", "files")
+        );
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::block::{Scan, scan};
+    use proptest::prelude::*;
+
+    #[test]
+    fn inline_escapes_structure() {
+        assert_eq!(inline("# heading"), "\\# heading");
+        assert_eq!(inline("- item"), "\\- item");
+        assert_eq!(inline("---"), "\\---");
+        assert_eq!(inline("1. first"), "1\\. first");
+        assert_eq!(inline("2024) year"), "2024\\) year");
+        assert_eq!(inline("```rust"), "\\`\\`\\`rust");
+        assert_eq!(inline("a\n# b\n<!-- pas-agent:end -->"), "a # b \\<!-- pas-agent:end --\\>");
+        assert_eq!(inline("use foo_bar in src/*.rs"), "use foo\\_bar in src/\\*.rs");
+        assert_eq!(inline("plain words, 3 of them."), "plain words, 3 of them.");
+    }
+
+    #[test]
+    fn code_spans_fence_backticks() {
+        assert_eq!(code_span("src/main.rs"), "`src/main.rs`");
+        assert_eq!(code_span("a``b"), "```a``b```");
+        assert_eq!(code_span("`x"), "`` `x ``");
+    }
+
+    proptest! {
+        #[test]
+        fn user_text_cannot_break_out(text in "\\PC{0,60}|[#>*_`~<!\\-=\\[\\]\n 0-9.)]{0,40}") {
+            let md = inline(&text);
+            prop_assert!(!md.contains('\n'));
+            // Whatever the user wrote, it never opens a block when it starts a line.
+            prop_assert!(!md.starts_with(['#', '>', '-', '+', '*', '=', '<', '`', '~', '|', '_']));
+            let digits = md.chars().take_while(|c| c.is_ascii_digit()).count();
+            prop_assert!(!matches!(md[digits..].chars().next(), Some('.' | ')')) || digits == 0 || digits > 9);
+            // Every Markdown-special character is escaped.
+            let mut prev_backslash = false;
+            for c in md.chars() {
+                if ['`', '*', '_', '[', ']', '<', '>', '&', '~', '|'].contains(&c) {
+                    prop_assert!(prev_backslash, "unescaped {c} in {md}");
+                }
+                prev_backslash = c == '\\' && !prev_backslash;
+            }
+            // And a block rendered with it is still exactly one block.
+            let content = format!("# T\n\n{md}\n\n- {md}\n");
+            let block = crate::export::block::make_block(&content, "\n");
+            prop_assert!(matches!(scan(block.as_bytes()), Scan::Block { .. }), "not one block");
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! Git through the `git` executable: the fallback for what gix cannot read. Every call runs
+//! with `--no-optional-locks` (no index refresh racing the user's own git), `LC_ALL=C`, no
+//! terminal prompts, and without inherited `GIT_DIR`-style variables (`launcher-store.md` §E5).
+//! Output formats: git-status(1) "Porcelain Format Version 2", git-diff(1) `--name-status -z`.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use super::{Detail, Entry, Found, GitError, GitResult, Head, RawStatus, TreeChange};
+use crate::session::model::{CommitRef, FileStatus};
+
+fn git(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C")
+        .arg(dir)
+        .arg("--no-optional-locks")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("LC_ALL", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped());
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_PREFIX",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Runs git; `Ok(None)` when it exits non-zero (the caller decides what that means).
+fn run(dir: &Path, args: &[&str]) -> GitResult<Option<Vec<u8>>> {
+    let out = git(dir)
+        .args(args)
+        .output()
+        .map_err(|e| GitError(format!("cannot run git: {e}")))?;
+    if out.status.success() {
+        Ok(Some(out.stdout))
+    } else {
+        Ok(None)
+    }
+}
+
+fn run_ok(dir: &Path, args: &[&str]) -> GitResult<Vec<u8>> {
+    let out = git(dir)
+        .args(args)
+        .output()
+        .map_err(|e| GitError(format!("cannot run git: {e}")))?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(GitError(format!(
+            "`git {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
+    let Some(out) = run(
+        dir,
+        &[
+            "rev-parse",
+            "--is-bare-repository",
+            "--is-inside-git-dir",
+            "--show-toplevel",
+        ],
+    )?
+    else {
+        // Not a repository (or one git refuses to use): no git data.
+        return Ok(Found::None);
+    };
+    let out = text(&out);
+    let mut lines = out.lines();
+    let bare = lines.next() == Some("true");
+    let inside_git_dir = lines.next() == Some("true");
+    if inside_git_dir {
+        return Ok(Found::InsideGitDir);
+    }
+    if bare {
+        return Ok(Found::Bare);
+    }
+    match lines.next() {
+        Some(top) if !top.is_empty() => Ok(Found::WorkTree {
+            top: Path::new(top)
+                .canonicalize()
+                .map_err(|e| GitError(format!("resolving {top}: {e}")))?,
+            native: None,
+        }),
+        _ => Ok(Found::Bare),
+    }
+}
+
+pub(crate) fn head(top: &Path) -> GitResult<Head> {
+    let branch = run(top, &["symbolic-ref", "--quiet", "--short", "HEAD"])?
+        .map(|b| text(&b).trim().to_string());
+    let commit = run(top, &["rev-parse", "--verify", "--quiet", "HEAD"])?
+        .map(|b| text(&b).trim().to_string());
+    Ok(Head { branch, commit })
+}
+
+pub(crate) fn status(
+    top: &Path,
+    detail: Detail,
+    in_scope: &dyn Fn(&str) -> bool,
+) -> GitResult<(Head, RawStatus)> {
+    let out = run_ok(
+        top,
+        &[
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "--branch",
+            "--untracked-files=all",
+        ],
+    )?;
+    let (head, raw) = parse_porcelain_v2(&out);
+    let mut files = RawStatus::new();
+    for (path, entry) in raw {
+        if in_scope(&path) {
+            files.insert(path, entry);
+            if detail == Detail::Dirty {
+                break;
+            }
+        }
+    }
+    Ok((head, files))
+}
+
+/// Parses `git status --porcelain=v2 -z --branch` output.
+pub(crate) fn parse_porcelain_v2(out: &[u8]) -> (Head, Vec<(String, Entry)>) {
+    let mut head = Head::default();
+    let mut files = Vec::new();
+    let mut records = out.split(|&b| b == 0);
+    while let Some(record) = records.next() {
+        let record = text(record);
+        let letters = |xy: &str| {
+            let mut c = xy.chars();
+            let pick = |c: Option<char>| c.filter(|&c| c != '.');
+            (pick(c.next()), pick(c.next()))
+        };
+        if let Some(rest) = record.strip_prefix("# branch.oid ") {
+            head.commit = (rest != "(initial)").then(|| rest.to_string());
+        } else if let Some(rest) = record.strip_prefix("# branch.head ") {
+            head.branch = (rest != "(detached)").then(|| rest.to_string());
+        } else if let Some(rest) = record.strip_prefix("1 ") {
+            let fields: Vec<&str> = rest.splitn(8, ' ').collect();
+            if let [xy, _, _, _, _, _, _, path] = fields.as_slice() {
+                let (x, y) = letters(xy);
+                files.push((path.to_string(), Entry { x, y, from: None }));
+            }
+        } else if let Some(rest) = record.strip_prefix("2 ") {
+            let fields: Vec<&str> = rest.splitn(9, ' ').collect();
+            let from = records.next().map(text);
+            if let [xy, _, _, _, _, _, _, _, path] = fields.as_slice() {
+                let (x, y) = letters(xy);
+                files.push((path.to_string(), Entry { x, y, from }));
+            }
+        } else if let Some(rest) = record.strip_prefix("u ") {
+            let fields: Vec<&str> = rest.splitn(10, ' ').collect();
+            if let Some(path) = fields.get(9) {
+                files.push((
+                    path.to_string(),
+                    Entry {
+                        x: Some('U'),
+                        y: Some('U'),
+                        from: None,
+                    },
+                ));
+            }
+        } else if let Some(path) = record.strip_prefix("? ") {
+            files.push((
+                path.to_string(),
+                Entry {
+                    x: Some('?'),
+                    y: Some('?'),
+                    from: None,
+                },
+            ));
+        }
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    (head, files)
+}
+
+pub(crate) fn commits_between(
+    top: &Path,
+    before: Option<&str>,
+    after: &str,
+    limit: usize,
+) -> GitResult<Vec<CommitRef>> {
+    let range = match before {
+        Some(b) => format!("{b}..{after}"),
+        None => after.to_string(),
+    };
+    let max = format!("--max-count={limit}");
+    let out = run_ok(top, &["log", "-z", "--format=%H %s", &max, &range, "--"])?;
+    let mut commits: Vec<CommitRef> = out
+        .split(|&b| b == 0)
+        .filter(|r| !r.is_empty())
+        .map(|r| {
+            let r = text(r);
+            let (id, summary) = r.split_once(' ').unwrap_or((r.as_str(), ""));
+            CommitRef {
+                id: id.trim().to_string(),
+                summary: summary.to_string(),
+                extra: Default::default(),
+            }
+        })
+        .collect();
+    commits.reverse();
+    Ok(commits)
+}
+
+pub(crate) fn tree_changes(
+    top: &Path,
+    before: Option<&str>,
+    after: &str,
+) -> GitResult<Vec<TreeChange>> {
+    // The empty tree's well-known id (SHA-1), for a run that started before the first commit.
+    const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+    let before = before.unwrap_or(EMPTY_TREE);
+    let out = run_ok(
+        top,
+        &[
+            "diff",
+            "--no-ext-diff",
+            "--name-status",
+            "-z",
+            "-M",
+            before,
+            after,
+            "--",
+        ],
+    )?;
+    Ok(parse_name_status(&out))
+}
+
+/// Parses `git diff --name-status -z` output: `X\0path\0`, or `R<score>\0old\0new\0`.
+pub(crate) fn parse_name_status(out: &[u8]) -> Vec<TreeChange> {
+    let mut fields = out.split(|&b| b == 0).map(text);
+    let mut changes = Vec::new();
+    while let Some(code) = fields.next() {
+        let status = match code.chars().next() {
+            Some('A') | Some('C') => FileStatus::Added,
+            Some('D') => FileStatus::Deleted,
+            Some('R') => {
+                let from = fields.next().unwrap_or_default();
+                FileStatus::Renamed { from }
+            }
+            Some(_) => FileStatus::Modified,
+            None => continue,
+        };
+        if code.starts_with('C') {
+            fields.next();
+        }
+        if let Some(path) = fields.next() {
+            changes.push(TreeChange { path, status });
+        }
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes
+}
+
+pub(crate) fn blob_at(top: &Path, commit: &str, path: &str) -> GitResult<Option<Vec<u8>>> {
+    run(top, &["cat-file", "blob", &format!("{commit}:{path}")])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_porcelain_v2() {
+        let out = b"# branch.oid (initial)\0# branch.head main\0\
+1 .M N... 100644 100644 100644 aaa bbb a file.txt\0\
+2 R. N... 100644 100644 100644 aaa bbb R100 new name.txt\0old name.txt\0\
+u UU N... 100644 100644 100644 100644 a b c conflict.txt\0\
+? dir/untracked.txt\0";
+        let (head, files) = parse_porcelain_v2(out);
+        assert_eq!(head.branch.as_deref(), Some("main"));
+        assert_eq!(head.commit, None);
+        let statuses: Vec<_> = files
+            .iter()
+            .map(|(p, e)| (p.as_str(), e.status()))
+            .collect();
+        assert_eq!(
+            statuses,
+            vec![
+                ("a file.txt", FileStatus::Modified),
+                ("conflict.txt", FileStatus::Modified),
+                ("dir/untracked.txt", FileStatus::Untracked),
+                (
+                    "new name.txt",
+                    FileStatus::Renamed {
+                        from: "old name.txt".into()
+                    }
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn parses_name_status() {
+        let out = b"M\0a.rs\0R087\0old.rs\0new.rs\0A\0b.rs\0D\0c.rs\0";
+        let changes = parse_name_status(out);
+        assert_eq!(changes.len(), 4);
+        assert_eq!(
+            changes[3].status,
+            FileStatus::Renamed {
+                from: "old.rs".into()
+            }
+        );
+    }
+}

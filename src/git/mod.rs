@@ -1,0 +1,368 @@
+//! The one place that reads git: work-tree discovery, HEAD, changed files, commits and tree
+//! diffs. Reads go through gix in-process (no processes started, no `index.lock` taken); where
+//! gix cannot answer — reftable refs, a sparse index, or any gix error — the same questions go
+//! to the git CLI (`git --no-optional-locks status --porcelain=v2 -z`, …), as starship does
+//! (`launcher-store.md` §E4–E6). `PAS_AGENT_GIT=cli` or `=gix` forces one side.
+//!
+//! Paths are relative to the repository top level, `/`-separated, exactly as git's porcelain
+//! output gives them. Only files under the session root count, and its `.pas-agent/` never does.
+
+mod cli;
+mod native;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::fingerprint;
+use crate::session::model::{CommitRef, FileState, FileStatus, GitRef};
+
+/// Environment variable choosing the git backend: `cli`, `gix`, or unset for gix with the CLI
+/// as fallback.
+pub const BACKEND_ENV: &str = "PAS_AGENT_GIT";
+
+/// A git failure, with what was being asked.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("git: {0}")]
+pub struct GitError(pub String);
+
+type GitResult<T> = std::result::Result<T, GitError>;
+
+/// HEAD of a work tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Head {
+    /// Short branch name; `None` when detached.
+    pub branch: Option<String>,
+    /// Full commit id; `None` before the first commit.
+    pub commit: Option<String>,
+}
+
+/// A work tree's state: HEAD plus the files that differ from it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkTree {
+    pub head: Head,
+    /// Changed files under the session root, sorted by path, `.pas-agent/` excluded; with
+    /// fingerprints when asked for [`Detail::Files`].
+    pub files: Vec<FileState>,
+}
+
+impl WorkTree {
+    /// The [`GitRef`] stored in the session (dirty = any changed file, untracked included).
+    pub fn git_ref(&self) -> GitRef {
+        GitRef {
+            branch: self.head.branch.clone(),
+            commit: self.head.commit.clone(),
+            dirty: !self.files.is_empty(),
+            extra: Default::default(),
+        }
+    }
+}
+
+/// How much of the status to compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Stop at the first changed file: enough for the dirty flag. No fingerprints.
+    Dirty,
+    /// Every changed file, with fingerprints.
+    Files,
+}
+
+/// A path and how it changed between two commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeChange {
+    pub path: String,
+    pub status: FileStatus,
+}
+
+/// A git work tree containing the session root.
+#[derive(Debug)]
+pub struct Repo {
+    /// Canonical work-tree top level.
+    pub top: PathBuf,
+    /// The session root relative to `top` as a `/`-terminated prefix ("" when they are equal).
+    prefix: String,
+    native: Option<native::Native>,
+    force_cli: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    Auto,
+    Cli,
+    Gix,
+}
+
+fn choice() -> Choice {
+    match std::env::var(BACKEND_ENV).as_deref() {
+        Ok("cli") => Choice::Cli,
+        Ok("gix") => Choice::Gix,
+        _ => Choice::Auto,
+    }
+}
+
+/// Finds the work tree containing `dir`.
+///
+/// Returns `Ok(None)` outside any repository (git data is then simply absent).
+///
+/// Errors: [`Error::BadRoot`] when `dir` is inside a bare repository or inside a `.git`
+/// directory: neither has a work tree to keep a session for.
+pub fn discover(dir: &Path) -> Result<Option<Repo>> {
+    let dir = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+    let choice = choice();
+    let found = if choice == Choice::Cli {
+        cli::discover(&dir)
+    } else {
+        match native::discover(&dir) {
+            Ok(found) => Ok(found),
+            Err(_) if choice == Choice::Auto => cli::discover(&dir),
+            Err(e) => Err(e),
+        }
+    };
+    match found {
+        Ok(Found::None) => Ok(None),
+        Ok(Found::Bare) => Err(Error::BadRoot {
+            path: dir,
+            problem: "this is a bare git repository, which has no work tree for a session".into(),
+        }),
+        Ok(Found::InsideGitDir) => Err(Error::BadRoot {
+            path: dir,
+            problem: "this is inside a .git directory; run pas-agent from the work tree".into(),
+        }),
+        Ok(Found::WorkTree { top, native }) => Ok(Some(Repo {
+            top,
+            prefix: String::new(),
+            force_cli: choice == Choice::Cli || native.as_ref().is_some_and(|n| n.needs_cli),
+            native,
+        })),
+        // Git itself is broken or missing: carry on without git data.
+        Err(e) => {
+            crate::term::warn(&format!("{e}; continuing without git information"));
+            Ok(None)
+        }
+    }
+}
+
+/// What discovery found.
+#[derive(Debug)]
+enum Found {
+    None,
+    Bare,
+    InsideGitDir,
+    WorkTree {
+        top: PathBuf,
+        native: Option<native::Native>,
+    },
+}
+
+/// The git data of a session root: `None` outside git, and also (after a warning) when git
+/// fails, so that session commands keep working without git.
+pub fn for_root(root: &Path) -> Option<Repo> {
+    match discover(root) {
+        Ok(Some(mut repo)) => {
+            repo.prefix = prefix_of(&repo.top, root);
+            Some(repo)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            crate::term::warn(&format!("{e}; continuing without git information"));
+            None
+        }
+    }
+}
+
+/// `root` relative to `top`, `/`-separated and `/`-terminated, or "" when equal (or unrelated).
+fn prefix_of(top: &Path, root: &Path) -> String {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match root.strip_prefix(top) {
+        Ok(rel) if !rel.as_os_str().is_empty() => {
+            let mut s = rel.to_string_lossy().replace('\\', "/");
+            s.push('/');
+            s
+        }
+        _ => String::new(),
+    }
+}
+
+impl Repo {
+    fn use_native(&self) -> Option<&native::Native> {
+        if self.force_cli {
+            None
+        } else {
+            self.native.as_ref()
+        }
+    }
+
+    /// Runs the native query, falling back to the CLI on error unless `gix` was forced.
+    fn ask<T>(
+        &self,
+        native_query: impl FnOnce(&native::Native) -> GitResult<T>,
+        cli_query: impl FnOnce() -> GitResult<T>,
+    ) -> GitResult<T> {
+        match self.use_native() {
+            Some(n) => match native_query(n) {
+                Ok(v) => Ok(v),
+                Err(e) if choice() == Choice::Gix => Err(e),
+                Err(_) => cli_query(),
+            },
+            None => cli_query(),
+        }
+    }
+
+    /// HEAD's branch and commit.
+    pub fn head(&self) -> GitResult<Head> {
+        self.ask(|n| n.head(), || cli::head(&self.top))
+    }
+
+    /// HEAD and the changed files under the session root (see [`Detail`]).
+    pub fn status(&self, detail: Detail) -> GitResult<WorkTree> {
+        let in_scope = |path: &str| self.in_scope(path);
+        let (head, raw) = self.ask(
+            |n| n.status(detail, &in_scope),
+            || cli::status(&self.top, detail, &in_scope),
+        )?;
+        let mut files: Vec<FileState> = raw
+            .into_iter()
+            .map(|(path, entry)| entry.into_file_state(path))
+            .collect();
+        if detail == Detail::Files {
+            for f in &mut files {
+                if f.status != FileStatus::Deleted {
+                    let fp = fingerprint::of_path(&self.abs(&f.path));
+                    f.fingerprint = fp.content;
+                    f.fingerprint_outside_block = fp.outside_block;
+                }
+            }
+        } else {
+            files.truncate(1);
+        }
+        Ok(WorkTree { head, files })
+    }
+
+    /// Commits reachable from `after` and not from `before`, oldest first, at most `limit`.
+    pub fn commits_between(
+        &self,
+        before: Option<&str>,
+        after: &str,
+        limit: usize,
+    ) -> GitResult<Vec<CommitRef>> {
+        self.ask(
+            |n| n.commits_between(before, after, limit),
+            || cli::commits_between(&self.top, before, after, limit),
+        )
+    }
+
+    /// Files that differ between the trees of two commits (`before = None`: the empty tree),
+    /// with renames, limited to the session root.
+    pub fn tree_changes(&self, before: Option<&str>, after: &str) -> GitResult<Vec<TreeChange>> {
+        let all = self.ask(
+            |n| n.tree_changes(before, after),
+            || cli::tree_changes(&self.top, before, after),
+        )?;
+        Ok(all.into_iter().filter(|c| self.in_scope(&c.path)).collect())
+    }
+
+    /// The content of `path` in `commit`, `None` when it is not there.
+    pub fn blob_at(&self, commit: &str, path: &str) -> Option<Vec<u8>> {
+        self.ask(
+            |n| n.blob_at(commit, path),
+            || cli::blob_at(&self.top, commit, path),
+        )
+        .ok()
+        .flatten()
+    }
+
+    /// The absolute path of a top-relative git path.
+    pub fn abs(&self, path: &str) -> PathBuf {
+        self.top.join(path)
+    }
+
+    /// Whether a top-relative path is under the session root and outside its `.pas-agent/`.
+    pub fn in_scope(&self, path: &str) -> bool {
+        let Some(rest) = path.strip_prefix(self.prefix.as_str()) else {
+            return false;
+        };
+        !(rest == ".pas-agent" || rest.starts_with(".pas-agent/"))
+    }
+}
+
+/// A file's two-letter status as git's porcelain gives it (X: HEAD→index, Y: index→work tree),
+/// plus the source of a rename or copy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub x: Option<char>,
+    pub y: Option<char>,
+    pub from: Option<String>,
+}
+
+impl Entry {
+    /// The original's classification (`pas-agent-format.md` §6): `?` untracked; `R` renamed;
+    /// `C` added (a copy); `D` deleted; `A` added; anything else modified. An intent-to-add
+    /// entry (`git add -N`, Y = `A`) counts as added.
+    pub fn status(&self) -> FileStatus {
+        let has = |c: char| self.x == Some(c) || self.y == Some(c);
+        if self.x == Some('?') {
+            FileStatus::Untracked
+        } else if has('R') {
+            FileStatus::Renamed {
+                from: self.from.clone().unwrap_or_default(),
+            }
+        } else if has('C') {
+            FileStatus::Added
+        } else if has('D') {
+            FileStatus::Deleted
+        } else if has('A') {
+            FileStatus::Added
+        } else {
+            FileStatus::Modified
+        }
+    }
+
+    fn into_file_state(self, path: String) -> FileState {
+        FileState::new(path, self.status())
+    }
+}
+
+/// Changed paths with their entries, sorted by path.
+pub(crate) type RawStatus = BTreeMap<String, Entry>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(x: char, y: char) -> Entry {
+        Entry {
+            x: (x != '.').then_some(x),
+            y: (y != '.').then_some(y),
+            from: Some("old".into()),
+        }
+    }
+
+    #[test]
+    fn classification_follows_the_original() {
+        assert_eq!(entry('?', '?').status(), FileStatus::Untracked);
+        assert_eq!(
+            entry('R', 'M').status(),
+            FileStatus::Renamed { from: "old".into() }
+        );
+        assert_eq!(entry('C', '.').status(), FileStatus::Added);
+        assert_eq!(entry('A', 'D').status(), FileStatus::Deleted);
+        assert_eq!(entry('A', 'M').status(), FileStatus::Added);
+        assert_eq!(entry('.', 'A').status(), FileStatus::Added);
+        assert_eq!(entry('M', 'T').status(), FileStatus::Modified);
+        assert_eq!(entry('U', 'U').status(), FileStatus::Modified);
+    }
+
+    #[test]
+    fn scope_excludes_state_dir_and_other_subtrees() {
+        let repo = Repo {
+            top: PathBuf::from("/r"),
+            prefix: "sub/".into(),
+            native: None,
+            force_cli: true,
+        };
+        assert!(repo.in_scope("sub/a.rs"));
+        assert!(!repo.in_scope("other/a.rs"));
+        assert!(!repo.in_scope("sub/.pas-agent/session.json"));
+        assert!(repo.in_scope("sub/.pas-agent-notes"));
+    }
+}

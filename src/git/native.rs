@@ -1,0 +1,295 @@
+//! Git through gix, in process. Facts about the gix 0.90 API (relative work-dir paths, collapsed
+//! untracked directories by default, unordered parallel status items, reftable and sparse-index
+//! gaps) are from `launcher-store.md` §E.
+
+use std::path::Path;
+
+use gix::bstr::ByteSlice;
+
+use super::{Detail, Entry, Found, GitError, GitResult, Head, RawStatus, TreeChange};
+use crate::session::model::{CommitRef, FileStatus};
+
+/// An open repository, and whether some of its features need the git CLI.
+pub(crate) struct Native {
+    repo: gix::Repository,
+    /// Reftable refs or a sparse index: gix 0.90 cannot read HEAD or run status there.
+    pub needs_cli: bool,
+}
+
+impl std::fmt::Debug for Native {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Native")
+            .field("git_dir", &self.repo.git_dir())
+            .field("needs_cli", &self.needs_cli)
+            .finish()
+    }
+}
+
+fn err(context: &str, e: impl std::fmt::Display) -> GitError {
+    GitError(format!("{context}: {e}"))
+}
+
+pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
+    // "No repository here" is a typed error of the discovery step, inside gix's error chain.
+    if let Err(e) = gix::discover::upwards(dir) {
+        use gix::discover::upwards::Error as Up;
+        return match e.downcast_any_ref::<Up>() {
+            Some(
+                Up::NoGitRepository { .. }
+                | Up::NoGitRepositoryWithinCeiling { .. }
+                | Up::NoGitRepositoryWithinFs { .. },
+            ) => Ok(Found::None),
+            _ => Err(err("finding the repository", e)),
+        };
+    }
+    let repo = gix::discover(dir).map_err(|e| err("opening the repository", e))?;
+    let git_dir = repo
+        .git_dir()
+        .canonicalize()
+        .unwrap_or_else(|_| repo.git_dir().to_path_buf());
+    if dir.starts_with(&git_dir) {
+        return Ok(Found::InsideGitDir);
+    }
+    let Some(workdir) = repo.workdir() else {
+        return Ok(Found::Bare);
+    };
+    let top = workdir
+        .canonicalize()
+        .map_err(|e| err("resolving the work tree", e))?;
+    let config = repo.config_snapshot();
+    let reftable = config
+        .string("extensions.refStorage")
+        .is_some_and(|v| v.as_slice() == b"reftable");
+    let sparse = config.boolean("index.sparse").unwrap_or(false);
+    Ok(Found::WorkTree {
+        top,
+        native: Some(Native {
+            needs_cli: reftable || sparse,
+            repo,
+        }),
+    })
+}
+
+fn to_string(b: &gix::bstr::BStr) -> String {
+    b.to_str_lossy().into_owned()
+}
+
+impl Native {
+    pub fn head(&self) -> GitResult<Head> {
+        let head = self.repo.head().map_err(|e| err("reading HEAD", e))?;
+        Ok(Head {
+            branch: head.referent_name().map(|n| to_string(n.shorten())),
+            commit: head.id().map(|id| id.to_string()),
+        })
+    }
+
+    pub fn status(
+        &self,
+        detail: Detail,
+        in_scope: &dyn Fn(&str) -> bool,
+    ) -> GitResult<(Head, RawStatus)> {
+        use gix::status::{Item, UntrackedFiles, index_worktree};
+        let head = self.head()?;
+        let iter = self
+            .repo
+            .status(gix::progress::Discard)
+            .map_err(|e| err("status", e))?
+            .untracked_files(UntrackedFiles::Files)
+            .index_worktree_rewrites(None)
+            .into_iter(Vec::new())
+            .map_err(|e| err("status", e))?;
+        let mut out = RawStatus::new();
+        for item in iter {
+            let item = item.map_err(|e| err("status", e))?;
+            let (path, apply): (String, Box<dyn FnOnce(&mut Entry)>) = match &item {
+                Item::TreeIndex(change) => {
+                    use gix::diff::index::ChangeRef;
+                    match change {
+                        ChangeRef::Addition { location, .. } => {
+                            (to_string(location.as_ref()), Box::new(|e| e.x = Some('A')))
+                        }
+                        ChangeRef::Deletion { location, .. } => {
+                            (to_string(location.as_ref()), Box::new(|e| e.x = Some('D')))
+                        }
+                        ChangeRef::Modification { location, .. } => {
+                            (to_string(location.as_ref()), Box::new(|e| e.x = Some('M')))
+                        }
+                        ChangeRef::Rewrite {
+                            source_location,
+                            location,
+                            copy,
+                            ..
+                        } => {
+                            let from = to_string(source_location.as_ref());
+                            let letter = if *copy { 'C' } else { 'R' };
+                            (
+                                to_string(location.as_ref()),
+                                Box::new(move |e| {
+                                    e.x = Some(letter);
+                                    e.from = Some(from);
+                                }),
+                            )
+                        }
+                    }
+                }
+                Item::IndexWorktree(iw) => {
+                    use gix::status::index_worktree::iter::Summary;
+                    let Some(summary) = iw.summary() else {
+                        continue;
+                    };
+                    let mut path = to_string(iw.rela_path());
+                    if let index_worktree::Item::DirectoryContents { entry, .. } = iw {
+                        match entry.disk_kind {
+                            Some(gix::dir::entry::Kind::Directory) | None => continue,
+                            // A nested repository shows as its directory, as `git status` does.
+                            Some(gix::dir::entry::Kind::Repository) => path.push('/'),
+                            _ => {}
+                        }
+                        (path, Box::new(|e| e.x = Some('?')))
+                    } else {
+                        let letter = match summary {
+                            Summary::Removed => 'D',
+                            Summary::TypeChange => 'T',
+                            Summary::Renamed => 'R',
+                            Summary::Copied => 'C',
+                            Summary::IntentToAdd | Summary::Added => 'A',
+                            Summary::Conflict => 'U',
+                            Summary::Modified => 'M',
+                        };
+                        (path, Box::new(move |e| e.y = Some(letter)))
+                    }
+                }
+            };
+            if !in_scope(&path) {
+                continue;
+            }
+            apply(out.entry(path).or_default());
+            if detail == Detail::Dirty {
+                break;
+            }
+        }
+        Ok((head, out))
+    }
+
+    fn commit(&self, id: &str) -> GitResult<gix::Commit<'_>> {
+        let oid = gix::ObjectId::from_hex(id.as_bytes()).map_err(|e| err("commit id", e))?;
+        self.repo
+            .find_commit(oid)
+            .map_err(|e| err(&format!("reading commit {id}"), e))
+    }
+
+    pub fn commits_between(
+        &self,
+        before: Option<&str>,
+        after: &str,
+        limit: usize,
+    ) -> GitResult<Vec<CommitRef>> {
+        let tip = self.commit(after)?.id;
+        let mut walk = self.repo.rev_walk([tip]);
+        if let Some(before) = before {
+            walk = walk.with_hidden([self.commit(before)?.id]);
+        }
+        let mut out = Vec::new();
+        for info in walk.all().map_err(|e| err("walking commits", e))? {
+            if out.len() >= limit {
+                break;
+            }
+            let info = info.map_err(|e| err("walking commits", e))?;
+            let commit = info.object().map_err(|e| err("reading a commit", e))?;
+            let summary = commit
+                .message()
+                .map(|m| to_string(m.summary().as_ref()))
+                .unwrap_or_default();
+            out.push(CommitRef {
+                id: info.id.to_string(),
+                summary,
+                extra: Default::default(),
+            });
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    pub fn tree_changes(&self, before: Option<&str>, after: &str) -> GitResult<Vec<TreeChange>> {
+        use gix::object::tree::diff::ChangeDetached as C;
+        let new_tree = self
+            .commit(after)?
+            .tree()
+            .map_err(|e| err("reading a tree", e))?;
+        let old_tree = match before {
+            Some(b) => Some(
+                self.commit(b)?
+                    .tree()
+                    .map_err(|e| err("reading a tree", e))?,
+            ),
+            None => None,
+        };
+        let changes = self
+            .repo
+            .diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), None)
+            .map_err(|e| err("diffing trees", e))?;
+        let mut out = Vec::new();
+        for change in changes {
+            let (path, mode, status) = match change {
+                C::Addition {
+                    location,
+                    entry_mode,
+                    ..
+                } => (location, entry_mode, FileStatus::Added),
+                C::Deletion {
+                    location,
+                    entry_mode,
+                    ..
+                } => (location, entry_mode, FileStatus::Deleted),
+                C::Modification {
+                    location,
+                    entry_mode,
+                    ..
+                } => (location, entry_mode, FileStatus::Modified),
+                C::Rewrite {
+                    source_location,
+                    location,
+                    entry_mode,
+                    copy,
+                    ..
+                } => {
+                    let status = if copy {
+                        FileStatus::Added
+                    } else {
+                        FileStatus::Renamed {
+                            from: to_string(source_location.as_ref()),
+                        }
+                    };
+                    (location, entry_mode, status)
+                }
+            };
+            if mode.is_tree() {
+                continue;
+            }
+            out.push(TreeChange {
+                path: to_string(path.as_ref()),
+                status,
+            });
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    pub fn blob_at(&self, commit: &str, path: &str) -> GitResult<Option<Vec<u8>>> {
+        let tree = self
+            .commit(commit)?
+            .tree()
+            .map_err(|e| err("reading a tree", e))?;
+        let entry = tree
+            .lookup_entry_by_path(path)
+            .map_err(|e| err("looking up a path", e))?;
+        let Some(entry) = entry else {
+            return Ok(None);
+        };
+        if !entry.mode().is_blob() {
+            return Ok(None);
+        }
+        let object = entry.object().map_err(|e| err("reading a blob", e))?;
+        Ok(Some(object.data.clone()))
+    }
+}

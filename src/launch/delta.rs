@@ -1,0 +1,189 @@
+//! Which files a run changed: those whose content or existence differs between the moment the
+//! agent started and the moment it exited, whether the change is still uncommitted or was
+//! committed during the run. A file that was already dirty before the run and is untouched
+//! by it does not count, and neither does the launcher's own export.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::fingerprint::Fingerprints;
+use crate::git::TreeChange;
+use crate::session::model::{FileState, FileStatus};
+
+/// Computes a run's changed files.
+///
+/// - `baseline`: files that differed from HEAD when the agent started, with fingerprints of
+///   their content then (a deleted file has status `Deleted`);
+/// - `end`: files that differ from HEAD now;
+/// - `committed`: files that differ between HEAD before and HEAD after;
+/// - `now`: fingerprints of a path's current content, `None` when the path does not exist.
+///
+/// A file clean at the start (not in `baseline`) that is dirty now or was committed counts as
+/// changed. A file in `baseline` counts when it appeared, disappeared, or its fingerprint
+/// changed. Statuses are relative to the start: `Added`/`Untracked`/`Renamed` for files that
+/// did not exist then, `Deleted` for files gone now, `Modified` otherwise.
+pub fn files_changed(
+    baseline: &[FileState],
+    end: &[FileState],
+    committed: &[TreeChange],
+    now: impl Fn(&str) -> Option<Fingerprints>,
+) -> Vec<FileState> {
+    let base: BTreeMap<&str, &FileState> = baseline.iter().map(|f| (f.path.as_str(), f)).collect();
+    let end_map: BTreeMap<&str, &FileState> = end.iter().map(|f| (f.path.as_str(), f)).collect();
+    let com: BTreeMap<&str, &TreeChange> =
+        committed.iter().map(|c| (c.path.as_str(), c)).collect();
+    let paths: BTreeSet<&str> = base
+        .keys()
+        .chain(end_map.keys())
+        .chain(com.keys())
+        .copied()
+        .collect();
+    let mut out = Vec::new();
+    for path in paths {
+        let current = now(path);
+        let exists_now = current.is_some();
+        let fp = current.unwrap_or_default();
+        let (existed, changed) = match base.get(path) {
+            Some(b) => {
+                let existed = b.status != FileStatus::Deleted;
+                let changed = if existed != exists_now {
+                    true
+                } else if !existed {
+                    false
+                } else {
+                    match (&b.fingerprint, &fp.content) {
+                        (Some(a), Some(n)) => a != n,
+                        // No content to compare (a directory, an unreadable file): compare how it
+                        // differs from HEAD, and a file that became clean has changed.
+                        _ => end_map.get(path).is_none_or(|e| e.status != b.status),
+                    }
+                };
+                (existed, changed)
+            }
+            None => {
+                let new_in_commit = com
+                    .get(path)
+                    .is_some_and(|c| matches!(c.status, FileStatus::Added | FileStatus::Renamed { .. }));
+                let new_in_tree = !com.contains_key(path)
+                    && end_map.get(path).is_some_and(|e| {
+                        matches!(
+                            e.status,
+                            FileStatus::Added | FileStatus::Untracked | FileStatus::Renamed { .. }
+                        )
+                    });
+                (!(new_in_commit || new_in_tree), true)
+            }
+        };
+        if !changed || (!existed && !exists_now) {
+            continue;
+        }
+        let status = if existed && exists_now {
+            FileStatus::Modified
+        } else if existed {
+            FileStatus::Deleted
+        } else {
+            let renamed_from = |s: &FileStatus| match s {
+                FileStatus::Renamed { from } => Some(from.clone()),
+                _ => None,
+            };
+            match (
+                end_map.get(path).map(|e| &e.status),
+                com.get(path).map(|c| &c.status),
+            ) {
+                (Some(FileStatus::Untracked), None) => FileStatus::Untracked,
+                (e, c) => match e.and_then(renamed_from).or_else(|| c.and_then(renamed_from)) {
+                    Some(from) => FileStatus::Renamed { from },
+                    None => FileStatus::Added,
+                },
+            }
+        };
+        let mut state = FileState::new(path, status);
+        if exists_now {
+            state.fingerprint = fp.content;
+            state.fingerprint_outside_block = fp.outside_block;
+        }
+        out.push(state);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fs(path: &str, status: FileStatus, fp: Option<&str>) -> FileState {
+        let mut f = FileState::new(path, status);
+        f.fingerprint = fp.map(String::from);
+        f
+    }
+
+    fn now_from(
+        map: &'static [(&'static str, &'static str)],
+    ) -> impl Fn(&str) -> Option<Fingerprints> {
+        move |p| {
+            map.iter().find(|(k, _)| *k == p).map(|(_, v)| Fingerprints {
+                content: Some(v.to_string()),
+                outside_block: None,
+            })
+        }
+    }
+
+    #[test]
+    fn untouched_dirty_files_do_not_count() {
+        let base = [fs("a", FileStatus::Modified, Some("1"))];
+        let end = [fs("a", FileStatus::Modified, Some("1"))];
+        assert!(files_changed(&base, &end, &[], now_from(&[("a", "1")])).is_empty());
+    }
+
+    #[test]
+    fn edits_new_files_deletions_and_commits() {
+        let base = [
+            fs("dirty", FileStatus::Modified, Some("1")),
+            fs("reverted", FileStatus::Modified, Some("2")),
+        ];
+        let end = [
+            fs("dirty", FileStatus::Modified, Some("9")),
+            fs("new.txt", FileStatus::Untracked, Some("3")),
+            fs("gone", FileStatus::Deleted, None),
+        ];
+        let committed = [
+            TreeChange { path: "lib.rs".into(), status: FileStatus::Modified },
+            TreeChange { path: "added.rs".into(), status: FileStatus::Added },
+            TreeChange {
+                path: "moved.rs".into(),
+                status: FileStatus::Renamed { from: "old.rs".into() },
+            },
+        ];
+        let out = files_changed(
+            &base,
+            &end,
+            &committed,
+            now_from(&[
+                ("dirty", "9"),
+                ("new.txt", "3"),
+                ("reverted", "0"),
+                ("lib.rs", "4"),
+                ("added.rs", "5"),
+                ("moved.rs", "6"),
+            ]),
+        );
+        let got: Vec<(String, FileStatus)> = out.into_iter().map(|f| (f.path, f.status)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("added.rs".into(), FileStatus::Added),
+                ("dirty".into(), FileStatus::Modified),
+                ("gone".into(), FileStatus::Deleted),
+                ("lib.rs".into(), FileStatus::Modified),
+                ("moved.rs".into(), FileStatus::Renamed { from: "old.rs".into() }),
+                ("new.txt".into(), FileStatus::Untracked),
+                ("reverted".into(), FileStatus::Modified),
+            ]
+        );
+    }
+
+    #[test]
+    fn created_and_removed_during_the_run_is_nothing() {
+        let base = [fs("tmp", FileStatus::Deleted, None)];
+        assert!(files_changed(&base, &[], &[], now_from(&[])).is_empty());
+    }
+}

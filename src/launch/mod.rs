@@ -1,0 +1,117 @@
+//! `pas-agent run`: checkpoint and export before the agent starts, run it, record what it did
+//! after it exits (SPEC §5). The launcher stays the agent's parent (it never `exec`s), since
+//! only a parent can write the after-record.
+
+pub mod delta;
+pub mod plain;
+pub mod process;
+pub mod record;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::agents::{self, Agent};
+use crate::error::{Error, exit};
+
+pub use plain::Exit;
+pub use record::{Finished, Plan, Started};
+
+/// A program to start: the agent's row (for a known agent), the resolved executable, and the
+/// name it is recorded under.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub agent: Option<&'static Agent>,
+    /// Absolute path of the executable.
+    pub path: PathBuf,
+    /// The name typed or looked up (`codex`), used as argv[0] and in the record.
+    pub name: String,
+}
+
+/// Resolves what `run` was asked to start: an agent id, alias or executable name maps to the
+/// agent's executables (first found on `PATH` wins); any other name is a plain program. A
+/// name containing a path separator is taken relative to `cwd`. pas-agent's own executable is
+/// skipped, so a shell function or shim named `codex` that calls `pas-agent run codex` cannot
+/// make the launcher start itself.
+///
+/// Errors: [`Error::Launch`] with 127 when nothing is found, 126 when a path names something
+/// that is not an executable file.
+pub fn resolve(name: &str, cwd: &Path) -> Result<Program, Error> {
+    let agent = agents::lookup(name);
+    if name.contains('/') || name.contains(std::path::MAIN_SEPARATOR) {
+        let path = cwd.join(name);
+        if !path.exists() {
+            return Err(Error::Launch {
+                message: format!("{}: no such file", path.display()),
+                code: exit::NOT_FOUND,
+            });
+        }
+        if !is_executable(&path) {
+            return Err(Error::Launch {
+                message: format!("{}: not an executable file", path.display()),
+                code: exit::NOT_EXECUTABLE,
+            });
+        }
+        return Ok(Program {
+            agent,
+            path,
+            name: name.to_string(),
+        });
+    }
+    let me = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .ok();
+    let candidates: Vec<&str> = match agent {
+        Some(a) if !a.executables.contains(&name) => a.executables.to_vec(),
+        Some(a) => std::iter::once(name)
+            .chain(a.executables.iter().copied().filter(|e| *e != name))
+            .collect(),
+        None => vec![name],
+    };
+    for exe in &candidates {
+        let Ok(found) = which::which_all(exe) else {
+            continue;
+        };
+        for path in found {
+            let is_me = me.is_some() && path.canonicalize().ok() == me;
+            if !is_me {
+                return Ok(Program {
+                    agent,
+                    path,
+                    name: exe.to_string(),
+                });
+            }
+        }
+    }
+    let what = match agent {
+        Some(a) => format!(
+            "{} is not installed: none of {} was found on PATH",
+            a.name,
+            candidates.join(", ")
+        ),
+        None => format!("{name}: command not found on PATH"),
+    };
+    Err(Error::Launch {
+        message: what,
+        code: exit::NOT_FOUND,
+    })
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+/// The recorded command line: the program name, then the arguments (lossily as UTF-8).
+pub fn argv(program: &Program, args: &[OsString]) -> Vec<String> {
+    std::iter::once(program.name.clone())
+        .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
+        .collect()
+}

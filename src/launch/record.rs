@@ -1,0 +1,284 @@
+//! The run record: written as `running` before the agent starts (with the launcher's pid,
+//! start token and a nonce, and the changed files at that moment), and completed after it
+//! exits with what happened (SPEC §5).
+
+use std::path::Path;
+use std::time::Instant;
+
+use chrono::Utc;
+use uuid::Uuid;
+
+use super::delta;
+use super::plain::Exit;
+use super::process;
+use crate::agents::Agent;
+use crate::error::Result;
+use crate::export::{self, Outcome, Target};
+use crate::fingerprint;
+use crate::git::{self, Detail, Repo, WorkTree};
+use crate::session::model::{FileState, FileStatus, Run, RunState, Session};
+use crate::session::{Project, ops};
+
+/// At most this many commits are recorded for one run.
+pub const MAX_COMMITS: usize = 1000;
+
+/// What to do around the run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Canonical agent id, or the program name.
+    pub label: String,
+    /// The agent's row, for a known agent.
+    pub agent: Option<&'static Agent>,
+    /// The command line as recorded (program name first).
+    pub argv: Vec<String>,
+    /// Directory the agent runs in.
+    pub cwd: std::path::PathBuf,
+    pub checkpoint: bool,
+    pub export: bool,
+}
+
+/// A run that has been recorded as started.
+#[derive(Debug)]
+pub struct Started {
+    pub run_id: Uuid,
+    nonce: String,
+    /// 1-based position of the run in `runs`.
+    pub number: usize,
+    started: Instant,
+    repo: Option<Repo>,
+    head_before: Option<String>,
+    baseline: Vec<FileState>,
+    /// What the export did, when it ran.
+    pub export: Option<std::result::Result<export::Report, String>>,
+}
+
+/// What the after-record says, for the summary line.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub run: Run,
+    pub number: usize,
+}
+
+fn live_tree(repo: Option<&Repo>) -> Option<WorkTree> {
+    let repo = repo?;
+    match repo.status(Detail::Files) {
+        Ok(tree) => Some(tree),
+        Err(e) => {
+            crate::term::warn(&format!("{e}; the run is recorded without git data"));
+            None
+        }
+    }
+}
+
+/// Takes the "before" checkpoint, exports to the agent's context file and writes the run as
+/// `running`, all under one lock. An export that fails (broken markers, a read-only file) is
+/// reported and skipped: the agent still starts.
+pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
+    let repo = git::for_root(&project.root);
+    let tree = live_tree(repo.as_ref());
+    let now = Utc::now();
+    let run_id = Uuid::new_v4();
+    let nonce = Uuid::new_v4().simple().to_string();
+    let target = plan
+        .agent
+        .filter(|_| plan.export)
+        .map(|a| Target::new(project, a, None, &plan.cwd));
+    let (number, baseline, export) = project.modify(|s| {
+        let checkpoint_before = plan.checkpoint.then(|| {
+            ops::add_checkpoint(s, format!("before {} run", plan.label), tree.as_ref(), now);
+            s.checkpoints.last().map(|c| c.id)
+        });
+        let mut baseline = tree.as_ref().map(|t| t.files.clone()).unwrap_or_default();
+        let export = target.as_ref().map(|target| {
+            export::write(s, target, false, tree.as_ref(), repo.as_ref())
+                .map(|report| {
+                    if let Some(repo) = &repo {
+                        note_export(repo, &report, &mut baseline);
+                    }
+                    report
+                })
+                .map_err(|e| e.to_string())
+        });
+        s.runs.push(Run {
+            id: run_id,
+            agent: plan.label.clone(),
+            argv: plan.argv.clone(),
+            cwd: plan.cwd.to_string_lossy().into_owned(),
+            state: RunState::Running,
+            started_at: now,
+            ended_at: None,
+            duration_ms: None,
+            exit_code: None,
+            signal: None,
+            launcher_pid: Some(std::process::id()),
+            launcher_started: process::own_start_token(),
+            nonce: Some(nonce.clone()),
+            head_before: tree.as_ref().and_then(|t| t.head.commit.clone()),
+            head_after: None,
+            commits: Vec::new(),
+            files_changed: Vec::new(),
+            agent_session_id: None,
+            checkpoint_before: checkpoint_before.flatten(),
+            checkpoint_after: None,
+            capture: None,
+            baseline: Some(baseline.clone()),
+            extra: Default::default(),
+        });
+        s.updated_at = now;
+        Ok((s.runs.len(), baseline, export))
+    })?;
+    Ok(Started {
+        run_id,
+        nonce,
+        number,
+        started: Instant::now(),
+        head_before: tree.as_ref().and_then(|t| t.head.commit.clone()),
+        repo,
+        baseline,
+        export,
+    })
+}
+
+/// Makes the export part of the baseline, so the launcher's own write to the context file is
+/// not counted as the agent's change.
+fn note_export(repo: &Repo, report: &export::Report, baseline: &mut Vec<FileState>) {
+    let Ok(real) = report.target.path.canonicalize() else {
+        return;
+    };
+    let Ok(rel) = real.strip_prefix(&repo.top) else {
+        return;
+    };
+    let rel = rel.to_string_lossy().replace('\\', "/");
+    if !repo.in_scope(&rel) {
+        return;
+    }
+    let fp = fingerprint::of_path(&real);
+    match baseline.iter_mut().find(|f| f.path == rel) {
+        Some(f) => {
+            f.fingerprint = fp.content;
+            f.fingerprint_outside_block = fp.outside_block;
+        }
+        None => {
+            let status = if report.outcome == Outcome::Created {
+                FileStatus::Untracked
+            } else {
+                FileStatus::Modified
+            };
+            let mut f = FileState::new(rel, status);
+            f.fingerprint = fp.content;
+            f.fingerprint_outside_block = fp.outside_block;
+            baseline.push(f);
+            baseline.sort_by(|a, b| a.path.cmp(&b.path));
+        }
+    }
+}
+
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// Completes the run record after the agent exited: exit code or signal, duration, HEAD after,
+/// commits, changed files, and the "after" checkpoint.
+pub fn finish(project: &Project, plan: &Plan, started: Started, exit: Exit) -> Result<Finished> {
+    let ended_at = Utc::now();
+    let duration_ms = u64::try_from(started.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let repo = started.repo.as_ref();
+    let tree = live_tree(repo);
+    let head_after = tree.as_ref().and_then(|t| t.head.commit.clone());
+    let (commits, committed) = match (repo, &head_after) {
+        (Some(repo), Some(after)) if started.head_before.as_ref() != Some(after) => {
+            let before = started.head_before.as_deref();
+            let commits = repo
+                .commits_between(before, after, MAX_COMMITS)
+                .unwrap_or_else(|e| {
+                    crate::term::warn(&format!("{e}; commits of this run not recorded"));
+                    Vec::new()
+                });
+            let changes = repo.tree_changes(before, after).unwrap_or_else(|e| {
+                crate::term::warn(&format!("{e}; committed files of this run not recorded"));
+                Vec::new()
+            });
+            (commits, changes)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    let files_changed = match (repo, &tree) {
+        (Some(repo), Some(tree)) => {
+            delta::files_changed(&started.baseline, &tree.files, &committed, |p| {
+                let abs = repo.abs(p);
+                exists(&abs).then(|| fingerprint::of_path(&abs))
+            })
+        }
+        _ => Vec::new(),
+    };
+    let run_id = started.run_id;
+    let nonce = started.nonce.clone();
+    project.modify(|s: &mut Session| {
+        let checkpoint_after = plan.checkpoint.then(|| {
+            ops::add_checkpoint(s, format!("after {} run", plan.label), tree.as_ref(), ended_at);
+            s.checkpoints.last().map(|c| c.id)
+        });
+        let index = s
+            .runs
+            .iter()
+            .position(|r| r.id == run_id && r.nonce.as_deref() == Some(nonce.as_str()));
+        let index = match index {
+            Some(i) => i,
+            None => {
+                crate::term::warn("this run's record disappeared from the session while the agent ran; writing it again");
+                s.runs.push(Run {
+                    id: run_id,
+                    agent: plan.label.clone(),
+                    argv: plan.argv.clone(),
+                    cwd: plan.cwd.to_string_lossy().into_owned(),
+                    state: RunState::Running,
+                    started_at: ended_at
+                        - chrono::Duration::milliseconds(i64::try_from(duration_ms).unwrap_or(0)),
+                    ended_at: None,
+                    duration_ms: None,
+                    exit_code: None,
+                    signal: None,
+                    launcher_pid: Some(std::process::id()),
+                    launcher_started: process::own_start_token(),
+                    nonce: Some(nonce.clone()),
+                    head_before: started.head_before.clone(),
+                    head_after: None,
+                    commits: Vec::new(),
+                    files_changed: Vec::new(),
+                    agent_session_id: None,
+                    checkpoint_before: None,
+                    checkpoint_after: None,
+                    capture: None,
+                    baseline: None,
+                    extra: Default::default(),
+                });
+                s.runs.len() - 1
+            }
+        };
+        let run = &mut s.runs[index];
+        run.state = RunState::Finished;
+        run.ended_at = Some(ended_at);
+        run.duration_ms = Some(duration_ms);
+        run.exit_code = exit.code;
+        run.signal = exit.signal;
+        run.head_after = head_after.clone();
+        run.commits = commits.clone();
+        run.files_changed = files_changed.clone();
+        run.checkpoint_after = checkpoint_after.flatten();
+        run.baseline = None;
+        let run = run.clone();
+        s.updated_at = ended_at;
+        Ok(Finished {
+            run,
+            number: index + 1,
+        })
+    })
+}
+
+/// Removes a run record that never started (the program could not be executed).
+pub fn forget(project: &Project, started: &Started) -> Result<()> {
+    project.modify(|s| {
+        s.runs.retain(|r| r.id != started.run_id);
+        Ok(())
+    })
+}

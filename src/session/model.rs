@@ -1,0 +1,438 @@
+//! The session data model: `.pas-agent/session.json`, schema version 1.
+//!
+//! Field names, order and encodings follow the original PAS-Agent 0.2.x
+//! (`pas-agent-format.md` §2), so a file it wrote loads here and a file written here loads
+//! there. Additions are optional fields (`runs`, `fingerprint_outside_block`) that the
+//! original ignores. Every record keeps the fields it does not know in `extra`, so data
+//! written by a newer pas-agent survives a load and save by this one.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// The schema version this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Fields a record does not know, kept in file order and written back unchanged.
+pub type Extra = serde_json::Map<String, Value>;
+
+/// One task's portable record. Shape: `pas-agent-format.md` §2 plus `runs` (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    /// Missing, or not an unsigned integer, counts as 1 (as in the original); values too large
+    /// for `u32` saturate.
+    #[serde(default = "one", deserialize_with = "lenient_version")]
+    pub schema_version: u32,
+    /// UUID v4 naming this session.
+    pub id: Uuid,
+    /// Defaults to the last component of the session root.
+    pub project_name: String,
+    /// RFC 3339 UTC.
+    pub created_at: DateTime<Utc>,
+    /// Set by `init`, `update`, `remove`, `checkpoint` and the launcher; not by `export`.
+    pub updated_at: DateTime<Utc>,
+    /// The task as it stands now.
+    pub task: TaskState,
+    /// Git state as of the last command that refreshed it; null outside git.
+    #[serde(default)]
+    pub git: Option<GitRef>,
+    /// Oldest first; "#N" is the 1-based position.
+    #[serde(default)]
+    pub checkpoints: Vec<Checkpoint>,
+    /// Launcher records, oldest first (SPEC §5). Omitted when empty so that a session without
+    /// runs is byte-for-byte what the original writes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<Run>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn lenient_version<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    Ok(version_of(&Value::deserialize(d)?))
+}
+
+/// The schema version a JSON value declares, by the original's rule: a missing or
+/// non-integer value counts as 1; larger than `u32::MAX` saturates.
+pub fn version_of(value: &Value) -> u32 {
+    match value.as_u64() {
+        Some(v) => u32::try_from(v).unwrap_or(u32::MAX),
+        None => 1,
+    }
+}
+
+/// What the task is and where it stands. Every field defaults, so any subset loads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskState {
+    pub description: String,
+    pub objective: String,
+    pub completed: Vec<String>,
+    pub remaining: Vec<String>,
+    pub next_action: Option<String>,
+    pub blockers: Vec<String>,
+    pub decisions: Vec<String>,
+    pub constraints: Vec<String>,
+    pub discoveries: Vec<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The numbered lists of a task, as `remove` and `status` name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListKind {
+    Completed,
+    Remaining,
+    Blockers,
+    Decisions,
+    Constraints,
+    Discoveries,
+}
+
+impl ListKind {
+    /// The list's name as the user types it and as `session.json` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ListKind::Completed => "completed",
+            ListKind::Remaining => "remaining",
+            ListKind::Blockers => "blockers",
+            ListKind::Decisions => "decisions",
+            ListKind::Constraints => "constraints",
+            ListKind::Discoveries => "discoveries",
+        }
+    }
+}
+
+impl TaskState {
+    /// The list of the given kind.
+    pub fn list(&self, kind: ListKind) -> &Vec<String> {
+        match kind {
+            ListKind::Completed => &self.completed,
+            ListKind::Remaining => &self.remaining,
+            ListKind::Blockers => &self.blockers,
+            ListKind::Decisions => &self.decisions,
+            ListKind::Constraints => &self.constraints,
+            ListKind::Discoveries => &self.discoveries,
+        }
+    }
+
+    /// The list of the given kind, mutable.
+    pub fn list_mut(&mut self, kind: ListKind) -> &mut Vec<String> {
+        match kind {
+            ListKind::Completed => &mut self.completed,
+            ListKind::Remaining => &mut self.remaining,
+            ListKind::Blockers => &mut self.blockers,
+            ListKind::Decisions => &mut self.decisions,
+            ListKind::Constraints => &mut self.constraints,
+            ListKind::Discoveries => &mut self.discoveries,
+        }
+    }
+
+    /// `next_action` when it is set and not blank.
+    pub fn next(&self) -> Option<&str> {
+        self.next_action.as_deref().filter(|s| !s.trim().is_empty())
+    }
+}
+
+/// Branch, commit and dirty flag of a work tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GitRef {
+    /// Short branch name; null on a detached HEAD.
+    pub branch: Option<String>,
+    /// Full 40-hex commit id; null before the first commit.
+    pub commit: Option<String>,
+    /// Uncommitted changes (untracked files included), ignoring `.pas-agent/`.
+    pub dirty: bool,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A saved snapshot of progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// UUID v4. There is no stored ordinal: "#N" is the 1-based array position.
+    pub id: Uuid,
+    /// RFC 3339 UTC.
+    pub timestamp: DateTime<Utc>,
+    pub message: String,
+    /// A copy of the task at checkpoint time.
+    pub task_snapshot: TaskState,
+    /// A copy of the git state at checkpoint time; null outside git.
+    #[serde(default)]
+    pub git: Option<GitRef>,
+    /// Files with uncommitted changes at checkpoint time, `.pas-agent/` excluded.
+    #[serde(default)]
+    pub files_changed: Vec<FileState>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One changed file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileState {
+    /// Path relative to the repository top level, `/`-separated (git's porcelain path); the
+    /// new path for a rename.
+    pub path: String,
+    pub status: FileStatus,
+    /// Content fingerprint, see [`crate::fingerprint`]; absent for deleted, unreadable files
+    /// and directories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// For a file holding a pas-agent block: the fingerprint of the text outside the block,
+    /// so that an export does not look like an edit and a hand edit does (an addition of this
+    /// tool; the original ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint_outside_block: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl FileState {
+    /// A file state without fingerprints.
+    pub fn new(path: impl Into<String>, status: FileStatus) -> Self {
+        FileState {
+            path: path.into(),
+            status,
+            fingerprint: None,
+            fingerprint_outside_block: None,
+            extra: Extra::new(),
+        }
+    }
+}
+
+/// How a file differs from the last commit. Serialized as serde's externally tagged enum, as
+/// the original writes it: `"Added"`, `"Modified"`, `"Deleted"`, `"Untracked"` or
+/// `{"Renamed": {"from": "<old path>"}}`. A status this build does not know (a newer writer's
+/// string or single-key object) is kept as [`FileStatus::Other`] and written back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileStatus {
+    Added,
+    Modified,
+    Deleted,
+    Untracked,
+    Renamed { from: String },
+    Other(Value),
+}
+
+impl FileStatus {
+    /// Lower-case word used in terminal and Markdown output ("renamed from x" for renames).
+    pub fn describe(&self) -> String {
+        match self {
+            FileStatus::Added => "added".into(),
+            FileStatus::Modified => "modified".into(),
+            FileStatus::Deleted => "deleted".into(),
+            FileStatus::Untracked => "untracked".into(),
+            FileStatus::Renamed { from } => format!("renamed from {from}"),
+            FileStatus::Other(v) => match v {
+                Value::String(s) => s.to_lowercase(),
+                Value::Object(m) => m.keys().next().map(|k| k.to_lowercase()).unwrap_or_default(),
+                _ => "changed".into(),
+            },
+        }
+    }
+}
+
+impl Serialize for FileStatus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FileStatus::Added => s.serialize_str("Added"),
+            FileStatus::Modified => s.serialize_str("Modified"),
+            FileStatus::Deleted => s.serialize_str("Deleted"),
+            FileStatus::Untracked => s.serialize_str("Untracked"),
+            FileStatus::Renamed { from } => {
+                let mut inner = serde_json::Map::new();
+                inner.insert("from".into(), Value::String(from.clone()));
+                let mut outer = serde_json::Map::new();
+                outer.insert("Renamed".into(), Value::Object(inner));
+                Value::Object(outer).serialize(s)
+            }
+            FileStatus::Other(v) => v.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FileStatus {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let v = Value::deserialize(d)?;
+        match &v {
+            Value::String(s) => Ok(match s.as_str() {
+                "Added" => FileStatus::Added,
+                "Modified" => FileStatus::Modified,
+                "Deleted" => FileStatus::Deleted,
+                "Untracked" => FileStatus::Untracked,
+                "" => return Err(D::Error::custom("empty file status")),
+                _ => FileStatus::Other(v),
+            }),
+            Value::Object(m) if m.len() == 1 => {
+                if let Some(inner) = m.get("Renamed") {
+                    match inner.get("from").and_then(Value::as_str) {
+                        Some(from) => Ok(FileStatus::Renamed { from: from.into() }),
+                        None => Err(D::Error::custom(
+                            "a Renamed file status needs a string \"from\"",
+                        )),
+                    }
+                } else {
+                    Ok(FileStatus::Other(v))
+                }
+            }
+            other => Err(D::Error::custom(format!(
+                "invalid file status {other}: expected \"Added\", \"Modified\", \"Deleted\", \"Untracked\" or {{\"Renamed\": {{\"from\": …}}}}"
+            ))),
+        }
+    }
+}
+
+/// The lifecycle of a launcher run (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunState {
+    /// The launcher wrote the record and started (or is about to start) the agent.
+    Running,
+    /// The launcher saw the agent exit and wrote the after-record.
+    Finished,
+    /// A later command found the launcher gone and closed the record.
+    Abandoned,
+    /// A state written by a newer pas-agent, kept as is.
+    Other(String),
+}
+
+impl RunState {
+    /// The name stored in `session.json`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            RunState::Running => "running",
+            RunState::Finished => "finished",
+            RunState::Abandoned => "abandoned",
+            RunState::Other(s) => s,
+        }
+    }
+}
+
+impl Serialize for RunState {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for RunState {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(match s.as_str() {
+            "running" => RunState::Running,
+            "finished" => RunState::Finished,
+            "abandoned" => RunState::Abandoned,
+            _ => RunState::Other(s),
+        })
+    }
+}
+
+/// A commit made during a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitRef {
+    /// Full commit id.
+    pub id: String,
+    /// First line of the message.
+    pub summary: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One launcher run (`pas-agent run`), SPEC §5. The field names are a contract read by scripts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// UUID v4.
+    pub id: Uuid,
+    /// Canonical agent id from the agent table, or the program name for other programs.
+    pub agent: String,
+    /// The command line that was started, program first.
+    pub argv: Vec<String>,
+    /// Absolute directory the agent ran in.
+    pub cwd: String,
+    pub state: RunState,
+    pub started_at: DateTime<Utc>,
+    #[serde(default)]
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Whole milliseconds; null while running.
+    #[serde(default)]
+    pub duration_ms: Option<u64>,
+    /// The agent's exit code; null if a signal ended it or it is still running.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// The number of the signal that ended the agent.
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// The launcher's process id.
+    #[serde(default)]
+    pub launcher_pid: Option<u32>,
+    /// An opaque token identifying the launcher process's start, to tell it from a later
+    /// process that reuses the pid (see [`crate::launch::process`]).
+    #[serde(default)]
+    pub launcher_started: Option<String>,
+    /// A random value only the launcher knows, so that it finalizes its own record and no other.
+    #[serde(default)]
+    pub nonce: Option<String>,
+    #[serde(default)]
+    pub head_before: Option<String>,
+    #[serde(default)]
+    pub head_after: Option<String>,
+    /// Commits made during the run, oldest first.
+    #[serde(default)]
+    pub commits: Vec<CommitRef>,
+    /// Files whose content or status changed during the run.
+    #[serde(default)]
+    pub files_changed: Vec<FileState>,
+    #[serde(default)]
+    pub agent_session_id: Option<String>,
+    #[serde(default)]
+    pub checkpoint_before: Option<Uuid>,
+    #[serde(default)]
+    pub checkpoint_after: Option<Uuid>,
+    /// Path of the output capture, relative to the project root.
+    #[serde(default)]
+    pub capture: Option<String>,
+    /// While running: the changed files at the start (with fingerprints), from which the
+    /// after-record (or a later reconcile) computes `files_changed`. Dropped once finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Vec<FileState>>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_status_round_trips_known_and_unknown_forms() {
+        for text in [
+            r#""Added""#,
+            r#""Untracked""#,
+            r#"{"Renamed":{"from":"a b.txt"}}"#,
+            r#""Copied""#,
+            r#"{"Copied":{"from":"x","score":90}}"#,
+        ] {
+            let status: FileStatus = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string(&status).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn file_status_rejects_wrong_types() {
+        for text in ["5", "null", "[]", r#"{"Renamed":{}}"#, r#""""#] {
+            assert!(serde_json::from_str::<FileStatus>(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn version_rule_matches_the_original() {
+        assert_eq!(version_of(&Value::Null), 1);
+        assert_eq!(version_of(&serde_json::json!("2")), 1);
+        assert_eq!(version_of(&serde_json::json!(2)), 2);
+        assert_eq!(version_of(&serde_json::json!(u64::MAX)), u32::MAX);
+    }
+}
