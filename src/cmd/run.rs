@@ -63,7 +63,8 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         Some(Err(e)) => warn(&format!("export skipped, the agent starts without it: {e}")),
         None => {}
     }
-    let exit = match plain::run(&program.path, &program.name, &rest) {
+    let env = [(launch::RUN_ID_ENV, started.run_id.to_string())];
+    let exit = match plain::run(&program.path, &program.name, &rest, &env) {
         Ok(exit) => exit,
         Err(e) => {
             if let Err(forget) = record::forget(&project, &started) {

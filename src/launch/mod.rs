@@ -14,6 +14,11 @@ use crate::agents::{self, Agent};
 use crate::error::{Error, exit};
 
 pub use plain::Exit;
+
+/// Set in the agent's environment to the id of the run that started it, so that shells the
+/// agent opens (and pas-agent itself) know they are inside a recorded run: the shell hooks do
+/// not wrap agent commands there.
+pub const RUN_ID_ENV: &str = "PAS_AGENT_RUN_ID";
 pub use record::{Finished, Plan, Started};
 
 /// A program to start: the agent's row (for a known agent), the resolved executable, and the

@@ -60,13 +60,22 @@ pub fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
     }
 }
 
-/// Runs `program args…` in the current directory with inherited stdio and waits for it.
+/// Runs `program args…` in the current directory with inherited stdio and waits for it, with
+/// `env` added to its environment.
 ///
 /// Errors: [`Error::Launch`] with 126 or 127 when it cannot be started (see [`spawn_error`]),
 /// 125 when waiting fails.
-pub fn run(program: &Path, argv0: &str, args: &[OsString]) -> Result<Exit, Error> {
+pub fn run(
+    program: &Path,
+    argv0: &str,
+    args: &[OsString],
+    env: &[(&str, String)],
+) -> Result<Exit, Error> {
     let mut cmd = Command::new(program);
     cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
