@@ -1,22 +1,15 @@
 //! The table of known agents. A new agent is a new row here, not a new branch elsewhere.
 //!
-//! Sources (see `../shared/reference/agents.md` §1–2 for the full citations):
-//! - Claude Code reads `CLAUDE.md` at the project root at startup ([CC-memory]); executable
-//!   `claude` ([CC-cli]).
-//! - Codex reads `AGENTS.md` from the git root down to the working directory ([CX-agentsmd]);
-//!   executable `codex`.
-//! - Gemini CLI reads `GEMINI.md` in the workspace and its parents ([GM-geminimd]); executable
-//!   `gemini`.
-//! - OpenCode reads `AGENTS.md` found walking up from the working directory ([OC-cli]);
-//!   executable `opencode`.
-//! - Cursor's CLI reads `AGENTS.md` at the root; its executable is `cursor-agent`, newer
-//!   releases also install it as `agent` ([CU-devhints], [CU-changelog]).
-//! - Kiro CLI ≥ 2.18 loads `AGENTS.md` from the workspace ([KI-sessions], [RS-ff]); executable
-//!   `kiro-cli`.
-//! - Antigravity reads root `AGENTS.md` since 1.20.3 and only the first 12,000 characters of a
-//!   rules file ([AG-skly], [AG-promptscript]); its CLI is `agy`.
+//! Each row says: the canonical id stored in run records, other names, the executables to look
+//! for on `PATH`, the context file the agent reads at startup (the export target), how to
+//! resume a known session id with the agent's own syntax, and how to learn the id of a new
+//! session. Every fact carries its source in a comment. Keys in square brackets are expanded
+//! in `../shared/reference/agents.md` ("Sources"); "checked: <tool> <version>" means the flag
+//! was read in the installed tool's `--help` (or its files) for this table, and an agent marked
+//! "unverified" could not be installed or run here, so its row follows the secondary sources
+//! named and may need updating.
 //!
-//! The seven ids, their aliases and their files are those of the original PAS-Agent's
+//! The first seven ids, their aliases and their files are those of the original PAS-Agent's
 //! `export --to` (`pas-agent-format.md` §3), so every target it accepts is accepted here.
 
 /// One agent.
@@ -34,10 +27,94 @@ pub struct Agent {
     pub context_file: &'static str,
     /// How many characters of a rules file the agent reads, where it is known to cut off.
     pub context_char_limit: Option<usize>,
+    /// Arguments the launcher adds so that the agent reads the context file, for agents that
+    /// load no file by themselves (`{context}` stands for [`Agent::context_file`]).
+    pub context_args: &'static [&'static str],
+    /// How to resume a known session id, when the agent has a way.
+    pub resume: Option<Resume>,
+    /// How the launcher learns the id of the agent's session for a new run.
+    pub session_id: SessionId,
+}
+
+/// The agent's own syntax for resuming a session by id: `args` (with `{id}` replaced) go before
+/// the user's arguments, or right after the first of them that is one of `subcommands` (so
+/// `codex exec -c …` resumes as `codex exec resume <id> -c …`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resume {
+    pub args: &'static [&'static str],
+    pub subcommands: &'static [&'static str],
+}
+
+impl Resume {
+    /// The command line that resumes session `id`, given the user's own arguments.
+    ///
+    /// Shape: `args` with every `{id}` replaced, inserted at the front of `user`, or after the
+    /// first element of `user` equal to one of `subcommands`.
+    pub fn apply(&self, id: &str, user: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
+        let ours = self
+            .args
+            .iter()
+            .map(|a| std::ffi::OsString::from(a.replace("{id}", id)));
+        let at = user
+            .iter()
+            .position(|a| self.subcommands.iter().any(|s| a == *s))
+            .map_or(0, |i| i + 1);
+        let mut out: Vec<std::ffi::OsString> = user[..at].to_vec();
+        out.extend(ours);
+        out.extend(user[at..].iter().cloned());
+        out
+    }
+}
+
+/// How to learn the agent's own session id for a new run (SPEC §5 `agent_session_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionId {
+    /// No documented way: the run records no session id.
+    Unknown,
+    /// The launcher chooses a UUID v4 and passes `flag <uuid>`, unless the user's arguments
+    /// already hold one of `unless` (their own session choice wins, and nothing is recorded
+    /// for it). `store`, when set, is checked after the run to confirm the agent used it.
+    Choose {
+        flag: &'static str,
+        unless: &'static [&'static str],
+        store: Option<Store>,
+    },
+    /// The launcher reads the agent's own session store after the run.
+    Discover(Store),
+    /// The agent prints the id when it exits: the text after `marker` in the run's plain-text
+    /// capture (only with a pseudo-terminal, where output is captured).
+    Printed { marker: &'static str },
+    /// Run the executable with `args` after the run; it prints the sessions as a JSON array of
+    /// objects with `id`, `directory` and `created` (milliseconds since the Unix epoch).
+    Listed { args: &'static [&'static str] },
+}
+
+/// An agent's on-disk session store, read by [`crate::launch::session_id`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// Claude Code: `$CLAUDE_CONFIG_DIR` (default `~/.claude`) `/projects/<cwd with every
+    /// non-alphanumeric character as '-'>/<session id>.jsonl`; each event line has
+    /// `sessionId` and `cwd` ([CC-sessions], [CC-claudedir]; checked: claude 2.1.197).
+    ClaudeProjects,
+    /// Codex: `$CODEX_HOME` (default `~/.codex`) `/sessions/YYYY/MM/DD/rollout-*.jsonl`, whose
+    /// first line is `{"type":"session_meta","payload":{"id","timestamp","cwd",…}}`
+    /// ([CX-txcript], launcher-store.md §A7; checked: codex-cli 0.171.0).
+    CodexRollouts,
+    /// Gemini CLI: `$GEMINI_CLI_HOME` (default `~`) `/.gemini/tmp/<project>/chats/session-*.jsonl`
+    /// (legacy `.json`), where `<project>` is the short id `~/.gemini/projects.json` maps the
+    /// working directory to (each such directory also holds `.project_root`); the first line
+    /// is `{"sessionId","projectHash","startTime",…,"kind":"main"}` ([GM-sessions],
+    /// [GM-src-storage], [GM-src-chatrec]; checked: gemini 0.61.0 `packages/core/src/config/
+    /// storage.ts` in its bundle).
+    GeminiChats,
 }
 
 /// Every known agent, in the order `--help` lists them.
 pub const AGENTS: &[Agent] = &[
+    // Claude Code. Executable `claude`, context `CLAUDE.md` ([CC-cli], [CC-memory]).
+    // `--session-id <uuid>` uses a caller-chosen id, `-r/--resume <id>` resumes one
+    // ([CC-cli]; checked: claude 2.1.197 `--help`). anthropics/claude-code#44607 reports the
+    // flag not controlling the on-disk id in interactive mode, hence the store check.
     Agent {
         id: "claude-code",
         name: "Claude Code",
@@ -45,7 +122,30 @@ pub const AGENTS: &[Agent] = &[
         executables: &["claude"],
         context_file: "CLAUDE.md",
         context_char_limit: None,
+        context_args: &[],
+        resume: Some(Resume {
+            args: &["--resume", "{id}"],
+            subcommands: &[],
+        }),
+        session_id: SessionId::Choose {
+            flag: "--session-id",
+            unless: &[
+                "--session-id",
+                "-r",
+                "--resume",
+                "-c",
+                "--continue",
+                "--fork-session",
+                "--from-pr",
+                "--no-session-persistence",
+            ],
+            store: Some(Store::ClaudeProjects),
+        },
     },
+    // Codex CLI. Executable `codex`, context `AGENTS.md` from the git root down to the cwd
+    // ([CX-agentsmd]). No way to choose the id (openai/codex discussion #3827): it is read from
+    // the rollout. `codex resume <id>` and `codex exec resume <id> [prompt]` (checked:
+    // codex-cli 0.171.0 `resume --help`, `exec resume --help`; `exec` is also `e`).
     Agent {
         id: "codex",
         name: "Codex",
@@ -53,7 +153,17 @@ pub const AGENTS: &[Agent] = &[
         executables: &["codex"],
         context_file: "AGENTS.md",
         context_char_limit: None,
+        context_args: &[],
+        resume: Some(Resume {
+            args: &["resume", "{id}"],
+            subcommands: &["exec", "e"],
+        }),
+        session_id: SessionId::Discover(Store::CodexRollouts),
     },
+    // Gemini CLI. Executable `gemini`, context `GEMINI.md` in the workspace and its parents
+    // ([GM-geminimd]). `-r/--resume <uuid|index|latest>` ([GM-cli], [GM-sessions]; checked:
+    // gemini 0.61.0, which resumes by UUID). 0.61 also has `--session-id`, which older
+    // releases lack; the chat store works for all of them.
     Agent {
         id: "gemini-cli",
         name: "Gemini CLI",
@@ -61,7 +171,18 @@ pub const AGENTS: &[Agent] = &[
         executables: &["gemini"],
         context_file: "GEMINI.md",
         context_char_limit: None,
+        context_args: &[],
+        resume: Some(Resume {
+            args: &["--resume", "{id}"],
+            subcommands: &[],
+        }),
+        session_id: SessionId::Discover(Store::GeminiChats),
     },
+    // OpenCode. Executable `opencode`, context `AGENTS.md` found walking up ([OC-cli]).
+    // `-s/--session <id>` continues a session, for the TUI and for `opencode run`;
+    // `opencode session list --format json` prints `[{"id","title","updated","created",
+    // "projectId","directory"}]`, times in ms (checked: opencode 1.18.33 `--help`,
+    // `run --help`, and a run against a local mock model).
     Agent {
         id: "opencode",
         name: "OpenCode",
@@ -69,7 +190,20 @@ pub const AGENTS: &[Agent] = &[
         executables: &["opencode"],
         context_file: "AGENTS.md",
         context_char_limit: None,
+        context_args: &[],
+        resume: Some(Resume {
+            args: &["--session", "{id}"],
+            subcommands: &["run"],
+        }),
+        session_id: SessionId::Listed {
+            args: &["session", "list", "--format", "json"],
+        },
     },
+    // Cursor CLI. Reads `AGENTS.md` at the root; executable `cursor-agent`, newer releases
+    // also `agent` ([CU-devhints], [CU-changelog]). `--resume <chatId>` ([CU-devhints]).
+    // Unverified: not installable from the registries reached here. The id of a new chat is
+    // only known by creating it first (`agent create-chat`, [CU-coder747]); not done, since its
+    // behaviour could not be checked.
     Agent {
         id: "cursor",
         name: "Cursor CLI",
@@ -77,7 +211,16 @@ pub const AGENTS: &[Agent] = &[
         executables: &["cursor-agent", "agent"],
         context_file: "AGENTS.md",
         context_char_limit: None,
+        context_args: &[],
+        resume: Some(Resume {
+            args: &["--resume", "{id}"],
+            subcommands: &[],
+        }),
+        session_id: SessionId::Unknown,
     },
+    // Kiro CLI ≥ 2.18 loads `AGENTS.md` from the workspace ([KI-sessions], [RS-ff]);
+    // executable `kiro-cli`. `kiro-cli chat --resume-id <id>`; on exit it prints
+    // `kiro-cli chat --resume-id <ID>` ([KI-sessions]). Unverified: not installable here.
     Agent {
         id: "kiro-cli",
         name: "Kiro CLI",
@@ -85,7 +228,18 @@ pub const AGENTS: &[Agent] = &[
         executables: &["kiro-cli"],
         context_file: "AGENTS.md",
         context_char_limit: None,
+        context_args: &[],
+        resume: Some(Resume {
+            args: &["chat", "--resume-id", "{id}"],
+            subcommands: &[],
+        }),
+        session_id: SessionId::Printed {
+            marker: "--resume-id ",
+        },
     },
+    // Antigravity reads root `AGENTS.md` since 1.20.3 and only the first 12,000 characters of a
+    // rules file ([AG-skly], [AG-promptscript]); its CLI is `agy` ([AG-hermes]). No documented
+    // resume flag or session id ([AG-specstory] only shows a `brain/<id>` store). Unverified.
     Agent {
         id: "antigravity",
         name: "Antigravity",
@@ -93,8 +247,110 @@ pub const AGENTS: &[Agent] = &[
         executables: &["agy"],
         context_file: "AGENTS.md",
         context_char_limit: Some(12_000),
+        context_args: &[],
+        resume: None,
+        session_id: SessionId::Unknown,
+    },
+    // Aider loads no instruction file by itself; the convention is `--read <file>`
+    // ([AI-lore], [RU-readme]: ruler writes AGENTS.md and adds it to `read:`). It has no
+    // session ids: history is a per-repository Markdown file ([AI-ao]). Unverified.
+    Agent {
+        id: "aider",
+        name: "Aider",
+        aliases: &[],
+        executables: &["aider"],
+        context_file: "AGENTS.md",
+        context_char_limit: None,
+        context_args: &["--read", "{context}"],
+        resume: None,
+        session_id: SessionId::Unknown,
+    },
+    // GitHub Copilot CLI reads `AGENTS.md` among others ([CP-instr]). `--session-id <id>`
+    // "Resume an existing session or task by ID, or set the UUID for a new session";
+    // `-r/--resume [id]`, `--continue`, `--connect` (checked: copilot 1.0.102 `--help`).
+    Agent {
+        id: "copilot",
+        name: "GitHub Copilot CLI",
+        aliases: &["copilot-cli"],
+        executables: &["copilot"],
+        context_file: "AGENTS.md",
+        context_char_limit: None,
+        context_args: &[],
+        resume: Some(Resume {
+            args: &["--resume", "{id}"],
+            subcommands: &[],
+        }),
+        session_id: SessionId::Choose {
+            flag: "--session-id",
+            unless: &["--session-id", "-r", "--resume", "--continue", "--connect"],
+            store: None,
+        },
+    },
+    // Qwen Code (a Gemini CLI fork) reads `QWEN.md` ([RS-ff], [AC-qwen]). `--session-id`
+    // "Specify a session ID for this run", `-r/--resume <id>`, `-c/--continue` (checked:
+    // qwen 0.15.10 `--help`).
+    Agent {
+        id: "qwen-code",
+        name: "Qwen Code",
+        aliases: &["qwen"],
+        executables: &["qwen"],
+        context_file: "QWEN.md",
+        context_char_limit: None,
+        context_args: &[],
+        resume: Some(Resume {
+            args: &["--resume", "{id}"],
+            subcommands: &[],
+        }),
+        session_id: SessionId::Choose {
+            flag: "--session-id",
+            unless: &["--session-id", "-r", "--resume", "-c", "--continue"],
+            store: None,
+        },
+    },
+    // Amp reads `AGENTS.md` ([AC-amp], [RS-ff]); executable `amp` (npm `@ampcode/cli`).
+    // `amp threads continue <T-…>` ([AM-ralph], [AM-hex]). Thread ids come from its service
+    // (`amp threads new`), which cannot be reached here; unverified, no id is learned.
+    Agent {
+        id: "amp",
+        name: "Amp",
+        aliases: &[],
+        executables: &["amp"],
+        context_file: "AGENTS.md",
+        context_char_limit: None,
+        context_args: &[],
+        resume: Some(Resume {
+            args: &["threads", "continue", "{id}"],
+            subcommands: &[],
+        }),
+        session_id: SessionId::Unknown,
+    },
+    // Goose reads `.goosehints` ([GO-hints]). `goose session -r --session-id <id>` ([GO-cli]);
+    // sessions are named, not announced. Unverified: not on the registries reached here.
+    Agent {
+        id: "goose",
+        name: "Goose",
+        aliases: &[],
+        executables: &["goose"],
+        context_file: ".goosehints",
+        context_char_limit: None,
+        context_args: &[],
+        resume: Some(Resume {
+            args: &["session", "--resume", "--session-id", "{id}"],
+            subcommands: &[],
+        }),
+        session_id: SessionId::Unknown,
     },
 ];
+
+impl Agent {
+    /// [`Agent::context_args`] with `{context}` replaced by the context file.
+    pub fn context_args(&self) -> Vec<std::ffi::OsString> {
+        self.context_args
+            .iter()
+            .map(|a| a.replace("{context}", self.context_file).into())
+            .collect()
+    }
+}
 
 /// The agent whose id or alias is `name` (what `export --to` accepts).
 pub fn by_name(name: &str) -> Option<&'static Agent> {
@@ -129,6 +385,11 @@ pub fn executables() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::OsString;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
 
     #[test]
     fn original_targets_and_aliases_resolve() {
@@ -149,14 +410,51 @@ mod tests {
             assert_eq!(by_name(name).unwrap().context_file, file, "{name}");
         }
         assert_eq!(lookup("cursor-agent").unwrap().id, "cursor");
+        assert_eq!(lookup("qwen").unwrap().context_file, "QWEN.md");
         assert!(by_name("vim").is_none());
     }
 
     #[test]
-    fn names_are_unique() {
+    fn names_and_executables_are_unique() {
         let mut seen = std::collections::HashSet::new();
         for n in names() {
             assert!(seen.insert(n), "duplicate name {n}");
         }
+        let mut seen = std::collections::HashSet::new();
+        for a in AGENTS {
+            for e in a.executables {
+                assert!(seen.insert(*e), "two agents claim {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn resume_goes_first_or_after_the_subcommand() {
+        let claude = by_name("claude").unwrap().resume.unwrap();
+        assert_eq!(
+            claude.apply("abc", &os(&["-p", "hi"])),
+            os(&["--resume", "abc", "-p", "hi"])
+        );
+        let codex = by_name("codex").unwrap().resume.unwrap();
+        assert_eq!(codex.apply("x-1", &[]), os(&["resume", "x-1"]));
+        assert_eq!(
+            codex.apply("x-1", &os(&["exec", "--skip-git-repo-check", "go on"])),
+            os(&["exec", "resume", "x-1", "--skip-git-repo-check", "go on"])
+        );
+        let kiro = by_name("kiro").unwrap().resume.unwrap();
+        assert_eq!(kiro.apply("k", &[]), os(&["chat", "--resume-id", "k"]));
+    }
+
+    #[test]
+    fn every_choose_row_names_its_own_flag_in_unless() {
+        for a in AGENTS {
+            if let SessionId::Choose { flag, unless, .. } = a.session_id {
+                assert!(unless.contains(&flag), "{}", a.id);
+            }
+        }
+        assert_eq!(
+            by_name("aider").unwrap().context_args(),
+            os(&["--read", "AGENTS.md"])
+        );
     }
 }
