@@ -192,8 +192,8 @@ pub struct ExportArgs {
 /// `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The agent (claude, codex, gemini, opencode, cursor-agent, kiro-cli, agy, or an id or
-    /// alias), or any program. Without it, the program is the first word after `--`.
+    /// The agent (claude, codex, gemini, opencode, cursor-agent, kiro-cli, agy, aider,
+    /// copilot, qwen, amp, goose, or an id or alias), or any program. Without it, the program is the first word after `--`.
     #[arg(value_name = "AGENT")]
     pub agent: Option<String>,
     /// Do not take the checkpoints before and after the run.
@@ -202,6 +202,14 @@ pub struct RunArgs {
     /// Do not export to the agent's context file before the run.
     #[arg(long)]
     pub no_export: bool,
+    /// Resume the agent's most recent session recorded in this project, with the agent's own
+    /// resume syntax (`claude --resume <id>`, `codex resume <id>`, `gemini --resume <id>`, …).
+    #[arg(long)]
+    pub resume: bool,
+    /// Run the agent with pas-agent's own stdin and stdout instead of a pseudo-terminal (no
+    /// output capture). Also PAS_AGENT_NO_PTY=1.
+    #[arg(long)]
+    pub no_pty: bool,
     /// Arguments for the agent, after `--`.
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<OsString>,
@@ -213,6 +221,9 @@ pub struct RunsArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// List the live runs of every project on this machine (the run registry).
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[cfg(test)]

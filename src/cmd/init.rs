@@ -61,7 +61,11 @@ pub fn run(args: InitArgs) -> Result<i32> {
     let _ = writeln!(out, "Started a pas-agent session.");
     let _ = writeln!(out, "  Project: {}", clean(&session.project_name));
     let _ = writeln!(out, "  Session: {}", session.id);
-    let _ = writeln!(out, "  Store:   {}", clean(&project.session_path().to_string_lossy()));
+    let _ = writeln!(
+        out,
+        "  Store:   {}",
+        clean(&project.session_path().to_string_lossy())
+    );
     if let Some(git) = &session.git {
         let _ = writeln!(out, "  Git:     {}", git_line(git));
     }

@@ -23,6 +23,11 @@ use crate::term::{clean, clean_line};
 
 /// Runs one command; returns the exit code on success.
 pub fn dispatch(command: Command) -> Result<i32> {
+    if reconciles(&command) {
+        if let Ok(dir) = cwd() {
+            crate::launch::reconcile::here(&dir);
+        }
+    }
     match command {
         Command::Init(a) => init::run(a),
         Command::Update(a) => update::run(a),
@@ -35,6 +40,23 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Run(a) => run::run(a),
         Command::Runs(a) => runs::run(a),
     }
+}
+
+/// Whether a command first closes the records of runs whose launcher died (SPEC §5). Commands
+/// not listed (and any added later) skip it.
+fn reconciles(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Update(_)
+            | Command::Remove(_)
+            | Command::Checkpoint(_)
+            | Command::Status(_)
+            | Command::List(_)
+            | Command::Show(_)
+            | Command::Export(_)
+            | Command::Run(_)
+            | Command::Runs(_)
+    )
 }
 
 /// The current directory.

@@ -1,14 +1,22 @@
-//! `pas-agent run [AGENT] [-- ARGS...]`: the launcher.
+//! `pas-agent run [AGENT] [--resume] [--no-pty] [-- ARGS...]`: the launcher.
 
 use std::ffi::OsString;
 
+use chrono::Utc;
+use uuid::Uuid;
+
 use super::cwd;
+use crate::agents::Agent;
 use crate::cli::RunArgs;
 use crate::display::{count, duration};
 use crate::error::{Error, Result, exit};
-use crate::launch::{self, Plan, plain, record};
+use crate::launch::{self, Plan, capture, plain, record, session_id};
 use crate::session::Project;
-use crate::term::{clean, note, warn};
+use crate::term::{clean, clean_line, note, warn};
+
+/// Environment variable: any value but empty or `0` turns the pseudo-terminal off, as
+/// `--no-pty` does.
+pub const NO_PTY_ENV: &str = "PAS_AGENT_NO_PTY";
 
 pub fn run(args: RunArgs) -> Result<i32> {
     match launch_and_record(args) {
@@ -24,8 +32,84 @@ pub fn run(args: RunArgs) -> Result<i32> {
     }
 }
 
+fn launcher_error(message: String) -> Error {
+    Error::Launch {
+        message,
+        code: exit::LAUNCHER_FAILED,
+    }
+}
+
+/// The user's arguments turned into the agent's: the agent's resume syntax with the id of its
+/// latest recorded session (`--resume`), or the flag that chooses a new session's id; plus
+/// the arguments that make it read its context file. Returns `(args, chosen id, resumed id)`.
+fn agent_args(
+    agent: Option<&'static Agent>,
+    user: Vec<OsString>,
+    resume: bool,
+    project: &Project,
+    context_exists: bool,
+) -> Result<(Vec<OsString>, Option<String>, Option<String>)> {
+    let (mut args, chosen, resumed) = match (agent, resume) {
+        (None, true) => {
+            return Err(launcher_error(
+                "--resume needs a known agent (`pas-agent run codex --resume`), not a plain program".into(),
+            ));
+        }
+        (Some(a), true) => {
+            let syntax = a.resume.ok_or_else(|| {
+                launcher_error(format!(
+                    "{} has no known way to resume a session by id",
+                    a.name
+                ))
+            })?;
+            let session = project.load()?;
+            let id = session
+                .runs
+                .iter()
+                .rev()
+                .filter(|r| r.agent == a.id)
+                .find_map(|r| r.agent_session_id.clone())
+                .ok_or_else(|| {
+                    launcher_error(format!(
+                        "no {} session is recorded in this project, so there is nothing to resume\n  hint: start one with `pas-agent run {}`; `pas-agent runs` lists the runs",
+                        a.name,
+                        a.aliases.first().copied().unwrap_or(a.id)
+                    ))
+                })?;
+            (syntax.apply(&id, &user), None, Some(id))
+        }
+        (Some(a), false) => {
+            let prepared = session_id::prepare(a, &user);
+            let mut args = prepared.args;
+            args.extend(user);
+            (args, prepared.id, None)
+        }
+        (None, false) => (user, None, None),
+    };
+    if let Some(a) = agent.filter(|_| context_exists) {
+        let mut with = a.context_args();
+        with.append(&mut args);
+        args = with;
+    }
+    Ok((args, chosen, resumed))
+}
+
+fn pty_wanted(args: &RunArgs) -> bool {
+    let off = std::env::var_os(NO_PTY_ENV).is_some_and(|v| !v.is_empty() && v != "0");
+    #[cfg(unix)]
+    {
+        !args.no_pty && !off && launch::pty::wanted()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (args, off);
+        false
+    }
+}
+
 fn launch_and_record(args: RunArgs) -> Result<i32> {
     let cwd = cwd()?;
+    let use_pty = pty_wanted(&args);
     let mut rest: Vec<OsString> = args.args;
     let name = match args.agent {
         Some(a) => a,
@@ -38,20 +122,41 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     };
     let program = launch::resolve(&name, &cwd)?;
     let project = Project::find(&cwd)?;
+    let context_exists = program
+        .agent
+        .is_some_and(|a| !args.no_export || project.root.join(a.context_file).exists());
+    let (agent_args, chosen, resumed) =
+        agent_args(program.agent, rest, args.resume, &project, context_exists)?;
+
+    let run_id = Uuid::new_v4();
+    let capture = match capture::limit().filter(|_| use_pty) {
+        Some(limit) => match capture::Capture::create(&project.root, &run_id, limit) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                warn(&format!("the agent's output is not captured: {e}"));
+                None
+            }
+        },
+        None => None,
+    };
     let plan = Plan {
+        run_id,
         label: program.agent.map_or_else(
             || {
-                std::path::Path::new(&program.name)
-                    .file_name()
-                    .map_or_else(|| program.name.clone(), |n| n.to_string_lossy().into_owned())
+                std::path::Path::new(&program.name).file_name().map_or_else(
+                    || program.name.clone(),
+                    |n| n.to_string_lossy().into_owned(),
+                )
             },
             |a| a.id.to_string(),
         ),
         agent: program.agent,
-        argv: launch::argv(&program, &rest),
+        argv: launch::argv(&program, &agent_args),
         cwd: cwd.clone(),
         checkpoint: !args.no_checkpoint,
         export: !args.no_export,
+        capture: capture.as_ref().map(|_| capture::paths(&run_id).0),
+        agent_session_id: resumed.clone(),
     };
     let started = record::before(&project, &plan)?;
     match &started.export {
@@ -63,17 +168,63 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         Some(Err(e)) => warn(&format!("export skipped, the agent starts without it: {e}")),
         None => {}
     }
+    for (number, agent, pid) in &started.others {
+        let pid = pid.map_or_else(String::new, |p| format!(", pid {p}"));
+        warn(&format!(
+            "run #{number} ({}{pid}) is still running in this project: two agents now share this work tree",
+            clean_line(agent)
+        ));
+    }
     let env = [(launch::RUN_ID_ENV, started.run_id.to_string())];
-    let exit = match plain::run(&program.path, &program.name, &rest, &env) {
+    let started_at = Utc::now();
+    #[cfg(unix)]
+    let result = if use_pty {
+        launch::pty::run(&program.path, &agent_args, &env, &cwd, capture)
+    } else {
+        plain::run(&program.path, &program.name, &agent_args, &env, &cwd)
+    };
+    #[cfg(not(unix))]
+    let result = {
+        drop(capture);
+        plain::run(&program.path, &program.name, &agent_args, &env, &cwd)
+    };
+    let exit = match result {
         Ok(exit) => exit,
         Err(e) => {
             if let Err(forget) = record::forget(&project, &started) {
-                warn(&format!("could not remove the record of the run that did not start: {forget}"));
+                warn(&format!(
+                    "could not remove the record of the run that did not start: {forget}"
+                ));
+            }
+            if plan.capture.is_some() {
+                let _ = std::fs::remove_dir_all(
+                    project
+                        .root
+                        .join(capture::RUNS_DIR)
+                        .join(run_id.to_string()),
+                );
             }
             return Err(e);
         }
     };
-    match record::finish(&project, &plan, started, exit) {
+    let ended_at = Utc::now();
+    let capture_txt = plan
+        .capture
+        .as_ref()
+        .map(|_| project.root.join(capture::paths(&run_id).1));
+    let agent_session = resumed.or_else(|| {
+        let agent = program.agent?;
+        session_id::discover(&session_id::Finished {
+            agent,
+            program: &program.path,
+            cwd: &cwd,
+            started: started_at,
+            ended: ended_at,
+            chosen: chosen.as_deref(),
+            capture_txt: capture_txt.as_deref(),
+        })
+    });
+    match record::finish(&project, &plan, started, exit, agent_session) {
         Ok(done) => {
             let run = &done.run;
             let how = match (exit.code, exit.signal) {
@@ -81,8 +232,12 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                 (None, Some(s)) => format!("was killed by signal {s}"),
                 _ => "ended".into(),
             };
+            let session = run
+                .agent_session_id
+                .as_deref()
+                .map_or_else(String::new, |id| format!(", session {}", clean_line(id)));
             note(&format!(
-                "pas-agent: {} {how} after {}; {}, {} changed (run #{}, `pas-agent runs`)",
+                "pas-agent: {} {how} after {}; {}, {} changed (run #{}{session}, `pas-agent runs`)",
                 clean(&plan.label),
                 duration(run.duration_ms.unwrap_or(0)),
                 count(run.commits.len(), "commit", "commits"),

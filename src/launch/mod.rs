@@ -2,10 +2,19 @@
 //! after it exits (SPEC §5). The launcher stays the agent's parent (it never `exec`s), since
 //! only a parent can write the after-record.
 
+pub mod capture;
 pub mod delta;
 pub mod plain;
 pub mod process;
+#[cfg(unix)]
+pub mod pty;
+pub mod reconcile;
 pub mod record;
+pub mod registry;
+pub mod session_id;
+pub mod signals;
+#[cfg(unix)]
+pub mod terminal;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -62,9 +71,7 @@ pub fn resolve(name: &str, cwd: &Path) -> Result<Program, Error> {
             name: name.to_string(),
         });
     }
-    let me = std::env::current_exe()
-        .and_then(|p| p.canonicalize())
-        .ok();
+    let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
     let candidates: Vec<&str> = match agent {
         Some(a) if !a.executables.contains(&name) => a.executables.to_vec(),
         Some(a) => std::iter::once(name)

@@ -1,16 +1,15 @@
-//! Running the agent with the user's own stdin, stdout and stderr.
+//! Running the agent with the user's own stdin, stdout and stderr (no pseudo-terminal: stdin
+//! or stdout is not a terminal, or `--no-pty`).
 //!
-//! Signal rules (`launcher-store.md` §B1–B2): the agent shares the terminal's foreground
-//! process group, so a Ctrl-C or Ctrl-\ from the keyboard reaches it directly; the launcher
-//! only has to survive those (it must outlive the agent to write the record). SIGTERM and
-//! SIGHUP sent to the launcher alone are forwarded to the agent. The handlers are installed
-//! with signal-hook, and handlers (unlike ignored signals) are reset to the default in the
-//! child when it executes, so the agent sees the signals as it would without pas-agent.
+//! The signal handlers are installed with signal-hook; handlers (unlike ignored signals) are
+//! reset to the default in the child when it executes, so the agent sees signals as it would
+//! without pas-agent.
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
+use super::signals::{self, Event, Watch};
 use crate::error::{Error, exit};
 
 /// How the agent ended.
@@ -32,7 +31,8 @@ impl Exit {
         }
     }
 
-    fn from_status(status: std::process::ExitStatus) -> Exit {
+    /// The exit of a finished process: its code, or the signal that killed it.
+    pub fn from_status(status: std::process::ExitStatus) -> Exit {
         #[cfg(unix)]
         let signal = std::os::unix::process::ExitStatusExt::signal(&status);
         #[cfg(not(unix))]
@@ -49,9 +49,7 @@ impl Exit {
 pub fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
     let code = match e.kind() {
         std::io::ErrorKind::NotFound if !program.exists() => exit::NOT_FOUND,
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-            exit::NOT_EXECUTABLE
-        }
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => exit::NOT_EXECUTABLE,
         _ => exit::NOT_EXECUTABLE,
     };
     Error::Launch {
@@ -60,19 +58,25 @@ pub fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
     }
 }
 
-/// Runs `program args…` in the current directory with inherited stdio and waits for it, with
-/// `env` added to its environment.
+/// Runs `program args…` in `cwd` with inherited stdio and waits for it, with `env` added to
+/// its environment.
+///
+/// Signals (`launcher-store.md` §B2 rule 1): the agent shares the terminal's foreground process
+/// group, so what the kernel raises there (Ctrl-C, Ctrl-\\, a hang-up) has already reached it
+/// and is not sent again; a signal that a process sent to the launcher alone (`kill`) is
+/// forwarded to the agent. Either way the launcher lives on to write the after-record.
 ///
 /// Errors: [`Error::Launch`] with 126 or 127 when it cannot be started (see [`spawn_error`]),
-/// 125 when waiting fails.
+/// 125 when the signal handlers cannot be installed or waiting fails.
 pub fn run(
     program: &Path,
     argv0: &str,
     args: &[OsString],
     env: &[(&str, String)],
+    cwd: &Path,
 ) -> Result<Exit, Error> {
     let mut cmd = Command::new(program);
-    cmd.args(args);
+    cmd.args(args).current_dir(cwd);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -83,81 +87,49 @@ pub fn run(
     }
     #[cfg(not(unix))]
     let _ = argv0;
-    let forwarder = signals::Forwarder::install()?;
-    let mut child = cmd.spawn().map_err(|e| spawn_error(program, &e))?;
-    forwarder.target(child.id());
-    let status = child.wait().map_err(|e| Error::Launch {
-        message: format!("waiting for {}: {e}", program.display()),
-        code: exit::LAUNCHER_FAILED,
-    })?;
-    forwarder.done();
-    Ok(Exit::from_status(status))
-}
-
-#[cfg(unix)]
-mod signals {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicI32, Ordering};
-
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-    use signal_hook::iterator::Signals;
-
-    use crate::error::{Error, exit};
-
-    /// Keeps the launcher alive through keyboard signals and forwards termination requests.
-    pub struct Forwarder {
-        pid: Arc<AtomicI32>,
-    }
-
-    impl Forwarder {
-        pub fn install() -> Result<Forwarder, Error> {
-            let mut signals =
-                Signals::new([SIGINT, SIGQUIT, SIGTERM, SIGHUP]).map_err(|e| Error::Launch {
-                    message: format!("installing signal handlers: {e}"),
+    let watch = Watch::install(FORWARDED)?;
+    let child = cmd.spawn().map_err(|e| spawn_error(program, &e))?;
+    #[cfg(unix)]
+    let pid = i32::try_from(child.id()).unwrap_or(0);
+    signals::wait_in_background(child, watch.sender());
+    loop {
+        match watch.next(None) {
+            Some(Event::Exited(status)) => return Ok(Exit::from_status(status)),
+            Some(Event::WaitFailed(e)) => {
+                return Err(Error::Launch {
+                    message: format!("waiting for {}: {e}", program.display()),
                     code: exit::LAUNCHER_FAILED,
-                })?;
-            let pid = Arc::new(AtomicI32::new(0));
-            let target = Arc::clone(&pid);
-            std::thread::spawn(move || {
-                for sig in signals.forever() {
-                    let pid = target.load(Ordering::SeqCst);
-                    // Keyboard signals already reached the agent through the terminal.
-                    if pid > 0 && matches!(sig, SIGTERM | SIGHUP) {
-                        // SAFETY: kill(2) with a positive pid and a valid signal number has no
-                        // memory-safety preconditions.
-                        unsafe {
-                            libc::kill(pid, sig);
-                        }
-                    }
+                });
+            }
+            #[cfg(unix)]
+            Some(Event::Signal {
+                signal,
+                from_kernel,
+            }) => {
+                if !from_kernel {
+                    signals::send(pid, signal);
                 }
-            });
-            Ok(Forwarder { pid })
-        }
-
-        pub fn target(&self, pid: u32) {
-            self.pid
-                .store(i32::try_from(pid).unwrap_or(0), Ordering::SeqCst);
-        }
-
-        /// The agent has exited: stop forwarding. Keyboard signals stay caught until the
-        /// launcher exits, so the after-record is written even if the user presses Ctrl-C again.
-        pub fn done(&self) {
-            self.pid.store(0, Ordering::SeqCst);
+            }
+            #[cfg(not(unix))]
+            Some(Event::Signal { .. }) => {}
+            None => {
+                return Err(Error::Launch {
+                    message: "lost track of the agent process".into(),
+                    code: exit::LAUNCHER_FAILED,
+                });
+            }
         }
     }
 }
+
+/// The signals the launcher catches and forwards: Ctrl-C, Ctrl-\\, termination, hang-up.
+#[cfg(unix)]
+const FORWARDED: &[i32] = &[
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGQUIT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+];
 
 #[cfg(not(unix))]
-mod signals {
-    use crate::error::Error;
-
-    pub struct Forwarder;
-
-    impl Forwarder {
-        pub fn install() -> Result<Forwarder, Error> {
-            Ok(Forwarder)
-        }
-        pub fn target(&self, _pid: u32) {}
-        pub fn done(&self) {}
-    }
-}
+const FORWARDED: &[i32] = &[];

@@ -10,13 +10,14 @@ use uuid::Uuid;
 
 use super::delta;
 use super::plain::Exit;
-use super::process;
+use super::process::{self, Liveness};
+use super::registry;
 use crate::agents::Agent;
 use crate::error::Result;
 use crate::export::{self, Outcome, Target};
 use crate::fingerprint;
 use crate::git::{self, Detail, Repo, WorkTree};
-use crate::session::model::{FileState, FileStatus, Run, RunState, Session};
+use crate::session::model::{CommitRef, FileState, FileStatus, Run, RunState, Session};
 use crate::session::{Project, ops};
 
 /// At most this many commits are recorded for one run.
@@ -25,6 +26,8 @@ pub const MAX_COMMITS: usize = 1000;
 /// What to do around the run.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The run's id, chosen before anything is written (it names the capture directory).
+    pub run_id: Uuid,
     /// Canonical agent id, or the program name.
     pub label: String,
     /// The agent's row, for a known agent.
@@ -35,6 +38,10 @@ pub struct Plan {
     pub cwd: std::path::PathBuf,
     pub checkpoint: bool,
     pub export: bool,
+    /// The capture path relative to the project root, when output is captured.
+    pub capture: Option<String>,
+    /// The agent's session id when it is known before the run (a resumed session).
+    pub agent_session_id: Option<String>,
 }
 
 /// A run that has been recorded as started.
@@ -50,6 +57,8 @@ pub struct Started {
     baseline: Vec<FileState>,
     /// What the export did, when it ran.
     pub export: Option<std::result::Result<export::Report, String>>,
+    /// Other runs of this project whose launcher is alive or may be: `(number, agent, pid)`.
+    pub others: Vec<(usize, String, Option<u32>)>,
 }
 
 /// What the after-record says, for the summary line.
@@ -77,13 +86,23 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     let repo = git::for_root(&project.root);
     let tree = live_tree(repo.as_ref());
     let now = Utc::now();
-    let run_id = Uuid::new_v4();
+    let run_id = plan.run_id;
     let nonce = Uuid::new_v4().simple().to_string();
     let target = plan
         .agent
         .filter(|_| plan.export)
         .map(|a| Target::new(project, a, None, &plan.cwd));
-    let (number, baseline, export) = project.modify(|s| {
+    let (number, baseline, export, others, session_id, run) = project.modify(|s| {
+        let others: Vec<(usize, String, Option<u32>)> = s
+            .runs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.state == RunState::Running)
+            .filter(|(_, r)| {
+                process::liveness(r.launcher_pid, r.launcher_started.as_deref()) != Liveness::Dead
+            })
+            .map(|(i, r)| (i + 1, r.agent.clone(), r.launcher_pid))
+            .collect();
         let checkpoint_before = plan.checkpoint.then(|| {
             ops::add_checkpoint(s, format!("before {} run", plan.label), tree.as_ref(), now);
             s.checkpoints.last().map(|c| c.id)
@@ -117,16 +136,23 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
             head_after: None,
             commits: Vec::new(),
             files_changed: Vec::new(),
-            agent_session_id: None,
+            agent_session_id: plan.agent_session_id.clone(),
             checkpoint_before: checkpoint_before.flatten(),
             checkpoint_after: None,
-            capture: None,
+            capture: plan.capture.clone(),
             baseline: Some(baseline.clone()),
             extra: Default::default(),
         });
         s.updated_at = now;
-        Ok((s.runs.len(), baseline, export))
+        let run = s.runs.last().cloned();
+        Ok((s.runs.len(), baseline, export, others, s.id, run))
     })?;
+    if let Some(run) = run {
+        let entry = registry::Entry::of(&run, &project.root, session_id);
+        if let Err(e) = registry::Registry::open().and_then(|r| r.add(entry)) {
+            crate::term::warn(&format!("the run is not in the machine-wide registry: {e}"));
+        }
+    }
     Ok(Started {
         run_id,
         nonce,
@@ -136,6 +162,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         repo,
         baseline,
         export,
+        others,
     })
 }
 
@@ -177,24 +204,34 @@ fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
 }
 
-/// Completes the run record after the agent exited: exit code or signal, duration, HEAD after,
-/// commits, changed files, and the "after" checkpoint.
-pub fn finish(project: &Project, plan: &Plan, started: Started, exit: Exit) -> Result<Finished> {
-    let ended_at = Utc::now();
-    let duration_ms = u64::try_from(started.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let repo = started.repo.as_ref();
+/// What git says a run did, from its start (HEAD and changed files then) to now.
+#[derive(Debug, Clone, Default)]
+pub struct GitOutcome {
+    pub tree: Option<WorkTree>,
+    pub head_after: Option<String>,
+    pub commits: Vec<CommitRef>,
+    pub files_changed: Vec<FileState>,
+}
+
+/// Compares the work tree now with a run's start: `head_before` and `baseline` (the files that
+/// differed from HEAD then, with fingerprints). Git failures are warnings; what could not be
+/// read stays empty.
+pub fn git_outcome(
+    repo: Option<&Repo>,
+    head_before: Option<&str>,
+    baseline: &[FileState],
+) -> GitOutcome {
     let tree = live_tree(repo);
     let head_after = tree.as_ref().and_then(|t| t.head.commit.clone());
     let (commits, committed) = match (repo, &head_after) {
-        (Some(repo), Some(after)) if started.head_before.as_ref() != Some(after) => {
-            let before = started.head_before.as_deref();
+        (Some(repo), Some(after)) if head_before != Some(after.as_str()) => {
             let commits = repo
-                .commits_between(before, after, MAX_COMMITS)
+                .commits_between(head_before, after, MAX_COMMITS)
                 .unwrap_or_else(|e| {
                     crate::term::warn(&format!("{e}; commits of this run not recorded"));
                     Vec::new()
                 });
-            let changes = repo.tree_changes(before, after).unwrap_or_else(|e| {
+            let changes = repo.tree_changes(head_before, after).unwrap_or_else(|e| {
                 crate::term::warn(&format!("{e}; committed files of this run not recorded"));
                 Vec::new()
             });
@@ -203,17 +240,45 @@ pub fn finish(project: &Project, plan: &Plan, started: Started, exit: Exit) -> R
         _ => (Vec::new(), Vec::new()),
     };
     let files_changed = match (repo, &tree) {
-        (Some(repo), Some(tree)) => {
-            delta::files_changed(&started.baseline, &tree.files, &committed, |p| {
-                let abs = repo.abs(p);
-                exists(&abs).then(|| fingerprint::of_path(&abs))
-            })
-        }
+        (Some(repo), Some(tree)) => delta::files_changed(baseline, &tree.files, &committed, |p| {
+            let abs = repo.abs(p);
+            exists(&abs).then(|| fingerprint::of_path(&abs))
+        }),
         _ => Vec::new(),
     };
+    GitOutcome {
+        tree,
+        head_after,
+        commits,
+        files_changed,
+    }
+}
+
+/// Completes the run record after the agent exited: exit code or signal, duration, HEAD after,
+/// commits, changed files, the agent's session id, and the "after" checkpoint; and takes the
+/// run out of the machine-wide registry.
+pub fn finish(
+    project: &Project,
+    plan: &Plan,
+    started: Started,
+    exit: Exit,
+    agent_session_id: Option<String>,
+) -> Result<Finished> {
+    let ended_at = Utc::now();
+    let duration_ms = u64::try_from(started.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let GitOutcome {
+        tree,
+        head_after,
+        commits,
+        files_changed,
+    } = git_outcome(
+        started.repo.as_ref(),
+        started.head_before.as_deref(),
+        &started.baseline,
+    );
     let run_id = started.run_id;
     let nonce = started.nonce.clone();
-    project.modify(|s: &mut Session| {
+    let finished = project.modify(|s: &mut Session| {
         let checkpoint_after = plan.checkpoint.then(|| {
             ops::add_checkpoint(s, format!("after {} run", plan.label), tree.as_ref(), ended_at);
             s.checkpoints.last().map(|c| c.id)
@@ -265,6 +330,12 @@ pub fn finish(project: &Project, plan: &Plan, started: Started, exit: Exit) -> R
         run.commits = commits.clone();
         run.files_changed = files_changed.clone();
         run.checkpoint_after = checkpoint_after.flatten();
+        if agent_session_id.is_some() {
+            run.agent_session_id = agent_session_id.clone();
+        }
+        if plan.capture.is_some() {
+            run.capture = plan.capture.clone();
+        }
         run.baseline = None;
         let run = run.clone();
         s.updated_at = ended_at;
@@ -272,11 +343,23 @@ pub fn finish(project: &Project, plan: &Plan, started: Started, exit: Exit) -> R
             run,
             number: index + 1,
         })
-    })
+    });
+    unregister(&[run_id]);
+    finished
+}
+
+/// Takes runs out of the machine-wide registry; failures are warnings.
+pub fn unregister(run_ids: &[Uuid]) {
+    if let Err(e) = registry::Registry::open().and_then(|r| r.remove(run_ids).map(|_| ())) {
+        crate::term::warn(&format!(
+            "could not update the machine-wide run registry: {e}"
+        ));
+    }
 }
 
 /// Removes a run record that never started (the program could not be executed).
 pub fn forget(project: &Project, started: &Started) -> Result<()> {
+    unregister(&[started.run_id]);
     project.modify(|s| {
         s.runs.retain(|r| r.id != started.run_id);
         Ok(())

@@ -17,7 +17,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 5000;
 /// Name of the lock file inside `.pas-agent/`.
 pub const LOCK_FILE: &str = "session.lock";
 /// Contents of a new `.pas-agent/.gitignore`: what is local to this machine.
-pub const GITIGNORE: &str = "# Local to this machine; session.json is the portable record.\nsession.lock\nruns/\n.*.tmp\n";
+pub const GITIGNORE: &str =
+    "# Local to this machine; session.json is the portable record.\nsession.lock\nruns/\n.*.tmp\n";
 
 /// Holds the session lock until dropped.
 #[derive(Debug)]
@@ -44,7 +45,16 @@ pub fn timeout() -> Duration {
 pub fn acquire(state_dir: &Path) -> Result<LockGuard> {
     std::fs::create_dir_all(state_dir).map_err(|e| Error::io(state_dir, e))?;
     ensure_gitignore(state_dir)?;
-    let path = state_dir.join(LOCK_FILE);
+    acquire_file(&state_dir.join(LOCK_FILE))
+}
+
+/// Takes the exclusive lock on the file at `path` (created if missing; its directory must
+/// exist), waiting as [`acquire`] does. Used for other stores that follow the session's
+/// locking rules, such as the launcher's machine-wide registry.
+///
+/// Errors: as [`acquire`].
+pub fn acquire_file(path: &Path) -> Result<LockGuard> {
+    let path = path.to_path_buf();
     let mut file = OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -85,7 +85,10 @@ pub fn apply_update(task: &mut TaskState, update: &Update) -> Result<()> {
     }
     let before = task.clone();
     let mut next = task.clone();
-    let moved: Vec<String> = done.iter().map(|&n| next.remaining[n - 1].clone()).collect();
+    let moved: Vec<String> = done
+        .iter()
+        .map(|&n| next.remaining[n - 1].clone())
+        .collect();
     for &n in done.iter().rev() {
         next.remaining.remove(n - 1);
     }
@@ -134,7 +137,11 @@ pub fn apply_update(task: &mut TaskState, update: &Update) -> Result<()> {
 
 /// Removes items #`numbers` (1-based) from the list `kind`; returns the removed texts in list
 /// order. All or nothing.
-pub fn remove_items(task: &mut TaskState, kind: ListKind, numbers: &[usize]) -> Result<Vec<String>> {
+pub fn remove_items(
+    task: &mut TaskState,
+    kind: ListKind,
+    numbers: &[usize],
+) -> Result<Vec<String>> {
     let numbers = check_numbers(task, kind, numbers)?;
     let list = task.list_mut(kind);
     let removed: Vec<String> = numbers.iter().map(|&n| list[n - 1].clone()).collect();
@@ -170,7 +177,10 @@ pub fn add_checkpoint(
 /// Finds a checkpoint by 1-based number, or by a suffix (at least 4 characters) of its id.
 ///
 /// Errors: [`Error::Usage`] when nothing or more than one checkpoint matches.
-pub fn find_checkpoint<'a>(session: &'a Session, selector: &str) -> Result<(usize, &'a Checkpoint)> {
+pub fn find_checkpoint<'a>(
+    session: &'a Session,
+    selector: &str,
+) -> Result<(usize, &'a Checkpoint)> {
     let selector = selector.trim();
     let count = session.checkpoints.len();
     if let Ok(n) = selector.parse::<usize>() {
@@ -261,7 +271,16 @@ mod tests {
         assert!(err.to_string().contains("no item #4 in remaining"), "{err}");
         assert!(err.to_string().contains("3 items"));
         assert_eq!(t, task());
-        assert!(apply_update(&mut t, &Update { resolve: vec![0], ..Default::default() }).is_err());
+        assert!(
+            apply_update(
+                &mut t,
+                &Update {
+                    resolve: vec![0],
+                    ..Default::default()
+                }
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -272,15 +291,34 @@ mod tests {
             completed: vec!["   ".into()],
             ..Default::default()
         };
-        assert!(apply_update(&mut t, &same).unwrap_err().to_string().contains("nothing to update"));
+        assert!(
+            apply_update(&mut t, &same)
+                .unwrap_err()
+                .to_string()
+                .contains("nothing to update")
+        );
     }
 
     #[test]
     fn next_and_clear() {
         let mut t = task();
-        apply_update(&mut t, &Update { next: Some(" go ".into()), ..Default::default() }).unwrap();
+        apply_update(
+            &mut t,
+            &Update {
+                next: Some(" go ".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(t.next_action.as_deref(), Some("go"));
-        apply_update(&mut t, &Update { next: Some("  ".into()), ..Default::default() }).unwrap();
+        apply_update(
+            &mut t,
+            &Update {
+                next: Some("  ".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(t.next_action, None);
     }
 

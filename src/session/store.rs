@@ -124,8 +124,8 @@ impl Project {
     /// Saves atomically. Callers hold the lock.
     fn save(&self, session: &Session) -> Result<()> {
         let path = self.session_path();
-        let mut bytes = to_json(session)
-            .map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
+        let mut bytes =
+            to_json(session).map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
         bytes.push(b'\n');
         fsutil::write_atomic(&path, &bytes).map_err(|e| match e {
             WriteError::Io(e) => Error::io(&path, e),
@@ -260,8 +260,10 @@ mod tests {
 
     #[test]
     fn unknown_fields_survive_a_round_trip() {
-        let text = minimal()
-            .replace(r#""task":{}"#, r#""task":{"mood":"good"},"future":[1,{"a":null}]"#);
+        let text = minimal().replace(
+            r#""task":{}"#,
+            r#""task":{"mood":"good"},"future":[1,{"a":null}]"#,
+        );
         let s = parse(&p(), text.as_bytes()).unwrap();
         let again: serde_json::Value = serde_json::from_slice(&to_json(&s).unwrap()).unwrap();
         assert_eq!(again["future"], serde_json::json!([1, {"a": null}]));

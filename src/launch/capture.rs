@@ -1,0 +1,146 @@
+//! The output capture of a pseudo-terminal run: `.pas-agent/runs/<run-id>/capture.ansi` (the
+//! bytes the agent wrote, escape sequences and all) and `capture.txt` (the same with escape
+//! sequences and carriage returns removed by `strip-ansi-escapes`, a VT parser, so text shown
+//! on screen is searchable).
+//!
+//! Both stop at a size limit: [`DEFAULT_LIMIT`] bytes of agent output, or
+//! `PAS_AGENT_CAPTURE_LIMIT` (bytes; 0 turns capturing off). A note at the end of each file says
+//! where it was cut. The directory is created 0700 and the files 0600 (captures can hold
+//! secrets the agent printed), and `.pas-agent/.gitignore` lists `runs/`.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// Environment variable: the capture limit in bytes.
+pub const LIMIT_ENV: &str = "PAS_AGENT_CAPTURE_LIMIT";
+/// Default capture limit: 32 MiB of agent output.
+pub const DEFAULT_LIMIT: u64 = 32 * 1024 * 1024;
+/// The capture directory of all runs, relative to the project root.
+pub const RUNS_DIR: &str = ".pas-agent/runs";
+
+/// The limit from [`LIMIT_ENV`], or the default; `None` when capturing is off.
+pub fn limit() -> Option<u64> {
+    let limit = std::env::var(LIMIT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(DEFAULT_LIMIT);
+    (limit > 0).then_some(limit)
+}
+
+/// Where a run's capture goes, relative to the project root: `(ansi, txt)`.
+pub fn paths(run_id: &uuid::Uuid) -> (String, String) {
+    let dir = format!("{RUNS_DIR}/{run_id}");
+    (format!("{dir}/capture.ansi"), format!("{dir}/capture.txt"))
+}
+
+/// An open capture.
+pub struct Capture {
+    ansi: BufWriter<File>,
+    text: strip_ansi_escapes::Writer<BufWriter<File>>,
+    written: u64,
+    limit: u64,
+    cut: bool,
+    failed: bool,
+}
+
+fn create(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+impl Capture {
+    /// Creates the run's capture directory and both files under `root`.
+    ///
+    /// Errors: the directory or a file cannot be created.
+    pub fn create(root: &Path, run_id: &uuid::Uuid, limit: u64) -> std::io::Result<Capture> {
+        let (ansi, txt) = paths(run_id);
+        let ansi = root.join(ansi);
+        let txt = root.join(txt);
+        let dir: PathBuf = ansi.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder.create(&dir)?;
+        Ok(Capture {
+            ansi: BufWriter::with_capacity(64 * 1024, create(&ansi)?),
+            text: strip_ansi_escapes::Writer::new(BufWriter::with_capacity(
+                64 * 1024,
+                create(&txt)?,
+            )),
+            written: 0,
+            limit,
+            cut: false,
+            failed: false,
+        })
+    }
+
+    /// Appends agent output, up to the limit. A write error stops capturing (the run goes on).
+    pub fn write(&mut self, bytes: &[u8]) {
+        if self.cut || self.failed {
+            return;
+        }
+        let room = usize::try_from(self.limit.saturating_sub(self.written)).unwrap_or(usize::MAX);
+        let take = &bytes[..bytes.len().min(room)];
+        let ok = self.ansi.write_all(take).is_ok() && self.text.write_all(take).is_ok();
+        self.written += take.len() as u64;
+        if !ok {
+            self.failed = true;
+        } else if take.len() < bytes.len() {
+            self.cut = true;
+            let note = format!(
+                "\r\n[pas-agent: capture cut at {} bytes; set {LIMIT_ENV} to keep more]\r\n",
+                self.limit
+            );
+            let _ = self.ansi.write_all(note.as_bytes());
+            let _ = self.text.write_all(note.as_bytes());
+        }
+    }
+
+    /// Flushes both files.
+    pub fn finish(mut self) {
+        let _ = self.ansi.flush();
+        let _ = self.text.flush();
+        if let Ok(mut inner) = self.text.into_inner() {
+            let _ = inner.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_has_no_escapes_and_the_limit_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = uuid::Uuid::new_v4();
+        let mut c = Capture::create(dir.path(), &id, 40).unwrap();
+        c.write(b"\x1b[1;31mred\x1b[0m line\r\n\x1b]0;title\x07next\r\n");
+        c.write(b"0123456789012345678901234567890123456789");
+        c.finish();
+        let (ansi, txt) = paths(&id);
+        let raw = std::fs::read(dir.path().join(ansi)).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(txt)).unwrap();
+        assert!(raw.starts_with(b"\x1b[1;31mred"));
+        assert!(text.starts_with("red line\nnext\n"), "{text:?}");
+        assert!(!text.contains('\x1b') && !text.contains('\r'), "{text:?}");
+        assert!(text.contains("capture cut at 40 bytes"), "{text:?}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let meta = std::fs::metadata(dir.path().join(paths(&id).0)).unwrap();
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        }
+    }
+}

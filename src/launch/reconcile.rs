@@ -1,0 +1,151 @@
+//! Closing the records of launchers that died (SPEC §5, `launcher-store.md` §B4).
+//!
+//! A run is written as `running` before the agent starts. If its launcher is then killed
+//! (SIGKILL, a crash, a power cut) nobody writes the after-record; the next pas-agent command
+//! in the project finds the record, sees that the launcher is provably gone
+//! ([`super::process::liveness`] says [`Liveness::Dead`]: the pid does not exist, or belongs to
+//! another process) and marks the run `abandoned`, filling in what git still knows: HEAD after,
+//! the commits since HEAD before, and the files changed since the start (from the baseline kept
+//! in the record). The exit code, signal, end time and duration stay null: nobody saw the
+//! agent end. The moment the record was closed is kept as `reconciled_at` (an additive field).
+//! A launcher whose liveness is unknown is left alone.
+
+use chrono::Utc;
+use uuid::Uuid;
+
+use super::process::{Liveness, liveness};
+use super::record::{self, GitOutcome};
+use super::registry::Registry;
+use crate::error::Result;
+use crate::git;
+use crate::session::Project;
+use crate::session::model::{Run, RunState};
+
+/// A run this module closed.
+#[derive(Debug, Clone)]
+pub struct Abandoned {
+    /// 1-based position in `runs`.
+    pub number: usize,
+    pub agent: String,
+    pub launcher_pid: Option<u32>,
+}
+
+fn is_dead(r: &Run) -> bool {
+    r.state == RunState::Running
+        && liveness(r.launcher_pid, r.launcher_started.as_deref()) == Liveness::Dead
+}
+
+/// Marks this project's runs whose launcher is gone as abandoned. Reads without a lock and
+/// locks only when there is something to close; a run finished or closed meanwhile by someone
+/// else (checked by id and nonce under the lock) is left as it is.
+///
+/// Errors: the session cannot be loaded or saved.
+pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
+    let session = project.load()?;
+    let dead: Vec<&Run> = session.runs.iter().filter(|r| is_dead(r)).collect();
+    if dead.is_empty() {
+        return Ok(Vec::new());
+    }
+    let repo = git::for_root(&project.root);
+    let outcomes: Vec<(Uuid, Option<String>, GitOutcome)> = dead
+        .iter()
+        .map(|r| {
+            let baseline = r.baseline.clone().unwrap_or_default();
+            let outcome = record::git_outcome(repo.as_ref(), r.head_before.as_deref(), &baseline);
+            (r.id, r.nonce.clone(), outcome)
+        })
+        .collect();
+    let now = Utc::now();
+    let closed = project.modify(|s| {
+        let mut closed = Vec::new();
+        for (id, nonce, outcome) in &outcomes {
+            let Some(index) = s
+                .runs
+                .iter()
+                .position(|r| r.id == *id && r.nonce == *nonce && r.state == RunState::Running)
+            else {
+                continue;
+            };
+            let run = &mut s.runs[index];
+            run.state = RunState::Abandoned;
+            run.head_after = outcome.head_after.clone();
+            run.commits = outcome.commits.clone();
+            run.files_changed = outcome.files_changed.clone();
+            run.baseline = None;
+            run.extra.insert(
+                "reconciled_at".into(),
+                serde_json::Value::String(now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            );
+            closed.push(Abandoned {
+                number: index + 1,
+                agent: run.agent.clone(),
+                launcher_pid: run.launcher_pid,
+            });
+        }
+        if !closed.is_empty() {
+            s.updated_at = now;
+        }
+        Ok(closed)
+    })?;
+    let ids: Vec<Uuid> = outcomes.iter().map(|(id, _, _)| *id).collect();
+    record::unregister(&ids);
+    Ok(closed)
+}
+
+/// Reconciles the project around `cwd`, if any, telling the user on stderr what was closed.
+/// Every failure is a warning: reconciling must never stop the command the user asked for.
+pub fn here(cwd: &std::path::Path) {
+    let Some(found) = Project::find_opt(cwd) else {
+        return;
+    };
+    match project(&found) {
+        Ok(closed) => report(&closed),
+        Err(e) => crate::term::warn(&format!("could not check for abandoned runs: {e}")),
+    }
+}
+
+fn report(closed: &[Abandoned]) {
+    for a in closed {
+        let pid = a
+            .launcher_pid
+            .map_or_else(String::new, |p| format!(" (pid {p})"));
+        crate::term::note(&format!(
+            "pas-agent: run #{} ({}) was marked abandoned: its launcher{pid} is gone",
+            a.number,
+            crate::term::clean_line(&a.agent)
+        ));
+    }
+}
+
+/// Reconciles the machine-wide registry: every entry whose launcher is gone is removed, and
+/// its project (when it still has a session) is reconciled too. Returns the entries left.
+///
+/// Errors: the registry cannot be read or written.
+pub fn registry(reg: &Registry) -> Result<Vec<super::registry::Entry>> {
+    let entries = reg.entries()?;
+    let mut dead = Vec::new();
+    let mut projects = std::collections::BTreeSet::new();
+    for e in &entries {
+        if e.liveness() == Liveness::Dead {
+            dead.push(e.run_id);
+            projects.insert(e.project.clone());
+        }
+    }
+    for root in projects {
+        let p = Project::at(root);
+        if p.has_session() {
+            match project(&p) {
+                Ok(closed) => report(&closed),
+                Err(e) => crate::term::warn(&format!(
+                    "could not close the abandoned runs of {}: {e}",
+                    crate::term::clean(&p.root.to_string_lossy())
+                )),
+            }
+        }
+    }
+    reg.remove(&dead)?;
+    Ok(entries
+        .into_iter()
+        .filter(|e| !dead.contains(&e.run_id))
+        .collect())
+}

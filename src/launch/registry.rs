@@ -1,0 +1,295 @@
+//! The machine-wide registry of live runs (the seeds' "framework session"): one small JSON file
+//! listing every `pas-agent run` in progress on this machine, across projects, so that
+//! `pas-agent runs --all` can show them and a crashed launcher is found even when nobody
+//! visits its project again.
+//!
+//! Where: `$PAS_AGENT_STATE_DIR`, else `$XDG_STATE_HOME/pas-agent`, else
+//! `~/.local/state/pas-agent` (the XDG base directory default for state). Files: `runs.json`
+//! (mode 0600, in a 0700 directory: it names projects and command lines) and `runs.lock`.
+//! Writes follow the session's rules: the exclusive OS lock on `runs.lock` for the whole
+//! read–modify–write, then the one atomic writer ([`crate::fsutil::write_atomic`]); reads take
+//! no lock.
+//!
+//! Shape (`schema_version` 1; unknown fields are kept):
+//! `{"schema_version": 1, "runs": [{"run_id", "project", "session_id", "agent", "argv", "cwd",
+//! "started_at", "launcher_pid", "launcher_started", "nonce"}]}` — `project` is the session
+//! root, `session_id` the pas-agent session's id, the rest as in the run record (SPEC §5).
+//!
+//! The registry is a convenience: when it cannot be read or written the launcher warns and the
+//! run goes on (the session's own record is what counts). A damaged file is moved aside to
+//! `runs.json.damaged` and a new one started.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::process::{self, Liveness};
+use crate::error::{Error, Result};
+use crate::session::lock;
+use crate::session::model::{Extra, Run};
+
+/// Environment variable naming the registry directory.
+pub const STATE_DIR_ENV: &str = "PAS_AGENT_STATE_DIR";
+/// The registry file's name.
+pub const FILE: &str = "runs.json";
+/// The registry's lock file.
+pub const LOCK: &str = "runs.lock";
+/// A registry larger than this (4 MiB) is treated as damaged.
+pub const MAX_BYTES: u64 = 4 * 1024 * 1024;
+
+/// One live run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub run_id: Uuid,
+    /// Absolute session root of the project.
+    pub project: String,
+    /// The pas-agent session's id.
+    pub session_id: Uuid,
+    pub agent: String,
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub started_at: DateTime<Utc>,
+    #[serde(default)]
+    pub launcher_pid: Option<u32>,
+    #[serde(default)]
+    pub launcher_started: Option<String>,
+    #[serde(default)]
+    pub nonce: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Entry {
+    /// The registry entry for a run record of the project at `root`.
+    pub fn of(run: &Run, root: &Path, session_id: Uuid) -> Entry {
+        Entry {
+            run_id: run.id,
+            project: root.to_string_lossy().into_owned(),
+            session_id,
+            agent: run.agent.clone(),
+            argv: run.argv.clone(),
+            cwd: run.cwd.clone(),
+            started_at: run.started_at,
+            launcher_pid: run.launcher_pid,
+            launcher_started: run.launcher_started.clone(),
+            nonce: run.nonce.clone(),
+            extra: Extra::new(),
+        }
+    }
+
+    /// Whether its launcher still runs.
+    pub fn liveness(&self) -> Liveness {
+        process::liveness(self.launcher_pid, self.launcher_started.as_deref())
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct RegistryFile {
+    #[serde(default = "one")]
+    schema_version: u32,
+    #[serde(default)]
+    runs: Vec<Entry>,
+    #[serde(flatten)]
+    extra: Extra,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The registry directory (see the module docs), `None` when no home is known.
+pub fn dir() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var(STATE_DIR_ENV)
+        .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("pas-agent")))
+        .or_else(|| var("HOME").map(|h| h.join(".local/state/pas-agent")))
+}
+
+/// The machine-wide registry.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    pub dir: PathBuf,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+impl Registry {
+    /// The registry in [`dir`].
+    ///
+    /// Errors: [`Error::Message`] when no directory can be named (no `HOME`).
+    pub fn open() -> Result<Registry> {
+        dir().map(|dir| Registry { dir }).ok_or_else(|| {
+            Error::Message(
+                "no HOME, XDG_STATE_HOME or PAS_AGENT_STATE_DIR for the run registry".into(),
+            )
+        })
+    }
+
+    fn file(&self) -> PathBuf {
+        self.dir.join(FILE)
+    }
+
+    /// The live runs, as last written (no lock, no liveness check). A missing file is empty.
+    ///
+    /// Errors: the file cannot be read, or is damaged.
+    pub fn entries(&self) -> Result<Vec<Entry>> {
+        Ok(self.read()?.runs)
+    }
+
+    fn read(&self) -> Result<RegistryFile> {
+        let path = self.file();
+        let bytes = match crate::fsutil::read_limited(&path, MAX_BYTES) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(RegistryFile::default()),
+            Err(crate::fsutil::ReadError::TooLarge(n)) => {
+                return Err(Error::Damaged {
+                    path,
+                    problem: format!("{n} bytes is more than a run registry can hold"),
+                });
+            }
+            Err(crate::fsutil::ReadError::Io(e)) => return Err(Error::io(path, e)),
+        };
+        serde_json::from_slice(&bytes).map_err(|e| Error::Damaged {
+            path,
+            problem: format!("not a valid run registry: {e}"),
+        })
+    }
+
+    /// Applies `change` to the entries under the registry lock and saves atomically.
+    fn modify<T>(&self, change: impl FnOnce(&mut Vec<Entry>) -> T) -> Result<T> {
+        create_private_dir(&self.dir)?;
+        let _guard = lock::acquire_file(&self.dir.join(LOCK))?;
+        let path = self.file();
+        let mut file = match self.read() {
+            Ok(f) => f,
+            Err(Error::Damaged { problem, .. }) => {
+                let aside = self.dir.join(format!("{FILE}.damaged"));
+                crate::term::warn(&format!(
+                    "{}: {problem}; moved to {} and starting a new registry",
+                    path.display(),
+                    aside.display()
+                ));
+                std::fs::rename(&path, &aside).map_err(io(&path))?;
+                RegistryFile::default()
+            }
+            Err(e) => return Err(e),
+        };
+        let out = change(&mut file.runs);
+        file.schema_version = 1;
+        let mut bytes = serde_json::to_vec_pretty(&file)
+            .map_err(|e| Error::Message(format!("cannot encode the run registry: {e}")))?;
+        bytes.push(b'\n');
+        create_private_file(&path)?;
+        crate::fsutil::write_atomic(&path, &bytes).map_err(|e| match e {
+            crate::fsutil::WriteError::Io(e) => Error::io(&path, e),
+            other => Error::io(&path, std::io::Error::other(other.to_string())),
+        })?;
+        Ok(out)
+    }
+
+    /// Adds (or replaces) the entry for a run.
+    pub fn add(&self, entry: Entry) -> Result<()> {
+        self.modify(|runs| {
+            runs.retain(|e| e.run_id != entry.run_id);
+            runs.push(entry);
+        })
+    }
+
+    /// Removes the entries of these runs; returns how many were there.
+    pub fn remove(&self, run_ids: &[Uuid]) -> Result<usize> {
+        if run_ids.is_empty() {
+            return Ok(0);
+        }
+        self.modify(|runs| {
+            let before = runs.len();
+            runs.retain(|e| !run_ids.contains(&e.run_id));
+            before - runs.len()
+        })
+    }
+}
+
+/// Creates `dir` (and parents) with mode 0700 for the last component.
+fn create_private_dir(dir: &Path) -> Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(io(dir))
+}
+
+/// Creates an empty file with mode 0600 if it does not exist, so that the atomic writer (which
+/// keeps a file's mode) never publishes the registry with wider permissions.
+fn create_private_file(path: &Path) -> Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: Uuid) -> Entry {
+        Entry {
+            run_id: id,
+            project: "/p".into(),
+            session_id: Uuid::new_v4(),
+            agent: "codex".into(),
+            argv: vec!["codex".into()],
+            cwd: "/p".into(),
+            started_at: Utc::now(),
+            launcher_pid: Some(std::process::id()),
+            launcher_started: process::own_start_token(),
+            nonce: Some("n".into()),
+            extra: Extra::new(),
+        }
+    }
+
+    #[test]
+    fn add_remove_and_private_modes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reg = Registry {
+            dir: tmp.path().join("state/pas-agent"),
+        };
+        assert!(reg.entries().unwrap().is_empty());
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        reg.add(entry(a)).unwrap();
+        reg.add(entry(b)).unwrap();
+        assert_eq!(reg.entries().unwrap().len(), 2);
+        assert_eq!(reg.entries().unwrap()[0].liveness(), Liveness::Alive);
+        assert_eq!(reg.remove(&[a]).unwrap(), 1);
+        assert_eq!(reg.entries().unwrap()[0].run_id, b);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&reg.dir.join(FILE)), 0o600);
+            assert_eq!(mode(&reg.dir), 0o700);
+        }
+        std::fs::write(reg.dir.join(FILE), "{not json").unwrap();
+        assert!(matches!(reg.entries(), Err(Error::Damaged { .. })));
+        reg.add(entry(a)).unwrap();
+        assert_eq!(reg.entries().unwrap().len(), 1);
+        assert!(reg.dir.join("runs.json.damaged").exists());
+    }
+}

@@ -1,0 +1,446 @@
+//! Learning the agent's own session id for a run (SPEC §5 `agent_session_id`), by the way its
+//! row in [`crate::agents`] names: chosen before launch, read from its session store, printed
+//! at exit, or listed by the agent itself. Store layouts and their sources are documented on
+//! [`Store`].
+//!
+//! A store is read only for sessions that belong to this run: the agent's recorded working
+//! directory equals the run's, and the session started inside the run (with a small slack for
+//! clocks that tick in whole seconds). Of several, the newest wins. Nothing found is `None`,
+//! never an error: the run is recorded either way.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::agents::{Agent, SessionId, Store};
+
+/// Slack allowed around the run's start and end when matching a session's start time.
+const SLACK: Duration = Duration::from_secs(2);
+/// At most this much of a first line is read (a Codex rollout's first line carries the whole
+/// system prompt, tens of kilobytes).
+const MAX_LINE: u64 = 4 * 1024 * 1024;
+/// At most this many lines of a Claude transcript are read looking for its `cwd`.
+const CLAUDE_LINES: usize = 50;
+/// How long a `Listed` command may take.
+const LIST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What the launcher decided before the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prepared {
+    /// Arguments to put before the user's (`--session-id <uuid>`).
+    pub args: Vec<OsString>,
+    /// The id chosen or resumed, if any.
+    pub id: Option<String>,
+}
+
+/// Prepares a new run of `agent` with the user's `args`: for an agent whose id the launcher
+/// chooses, a fresh UUID v4 and the flag that passes it, unless the user's arguments already
+/// choose a session (then nothing is chosen).
+pub fn prepare(agent: &Agent, args: &[OsString]) -> Prepared {
+    match agent.session_id {
+        SessionId::Choose { flag, unless, .. } if !mentions(args, unless) => {
+            let id = uuid::Uuid::new_v4().to_string();
+            Prepared {
+                args: vec![flag.into(), id.clone().into()],
+                id: Some(id),
+            }
+        }
+        _ => Prepared::default(),
+    }
+}
+
+/// Whether `args` holds any of `flags`, alone or as `--flag=value`.
+fn mentions(args: &[OsString], flags: &[&str]) -> bool {
+    args.iter().any(|a| {
+        let a = a.to_string_lossy();
+        flags
+            .iter()
+            .any(|f| a == *f || (f.starts_with("--") && a.starts_with(&format!("{f}="))))
+    })
+}
+
+/// What is known after the run, for discovery.
+#[derive(Debug, Clone)]
+pub struct Finished<'a> {
+    pub agent: &'a Agent,
+    /// The resolved executable (for [`SessionId::Listed`]).
+    pub program: &'a Path,
+    /// The directory the agent ran in.
+    pub cwd: &'a Path,
+    pub started: DateTime<Utc>,
+    pub ended: DateTime<Utc>,
+    /// The id chosen before the run (see [`prepare`]).
+    pub chosen: Option<&'a str>,
+    /// The plain-text capture, when there is one.
+    pub capture_txt: Option<&'a Path>,
+}
+
+/// The agent's session id for a finished new run, or `None` when it cannot be learned.
+pub fn discover(run: &Finished<'_>) -> Option<String> {
+    match run.agent.session_id {
+        SessionId::Unknown => None,
+        SessionId::Choose { store, .. } => {
+            let chosen = run.chosen?;
+            match store {
+                // The agent may have ignored the flag (claude-code#44607): believe the store.
+                Some(store) if !in_store(store, chosen) => read_store(store, run),
+                _ => Some(chosen.to_string()),
+            }
+        }
+        SessionId::Discover(store) => read_store(store, run),
+        SessionId::Printed { marker } => printed(run.capture_txt?, marker),
+        SessionId::Listed { args } => listed(run, args),
+    }
+}
+
+fn env_dir(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+fn home() -> Option<PathBuf> {
+    env_dir("HOME").or_else(|| env_dir("USERPROFILE"))
+}
+
+fn claude_dir() -> Option<PathBuf> {
+    env_dir("CLAUDE_CONFIG_DIR").or_else(|| Some(home()?.join(".claude")))
+}
+
+fn codex_dir() -> Option<PathBuf> {
+    env_dir("CODEX_HOME").or_else(|| Some(home()?.join(".codex")))
+}
+
+fn gemini_dir() -> Option<PathBuf> {
+    Some(env_dir("GEMINI_CLI_HOME").or_else(home)?.join(".gemini"))
+}
+
+/// Whether the store holds a session with this id.
+fn in_store(store: Store, id: &str) -> bool {
+    match store {
+        Store::ClaudeProjects => {
+            let Some(projects) = claude_dir().map(|d| d.join("projects")) else {
+                return false;
+            };
+            let name = format!("{id}.jsonl");
+            subdirs(&projects).any(|d| d.join(&name).is_file())
+        }
+        Store::CodexRollouts | Store::GeminiChats => false,
+    }
+}
+
+fn read_store(store: Store, run: &Finished<'_>) -> Option<String> {
+    match store {
+        Store::ClaudeProjects => claude(run),
+        Store::CodexRollouts => codex(run),
+        Store::GeminiChats => gemini(run),
+    }
+}
+
+fn subdirs(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+}
+
+fn files(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+}
+
+fn modified(path: &Path) -> Option<DateTime<Utc>> {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .map(DateTime::<Utc>::from)
+}
+
+fn slack() -> chrono::Duration {
+    chrono::Duration::from_std(SLACK).unwrap_or_default()
+}
+
+/// Whether `t` falls inside the run, with slack.
+fn inside(run: &Finished<'_>, t: DateTime<Utc>) -> bool {
+    t >= run.started - slack() && t <= run.ended + slack()
+}
+
+/// The first line of a file, at most [`MAX_LINE`] bytes, as JSON.
+fn first_line(path: &Path) -> Option<Value> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut line = Vec::new();
+    BufReader::new(file.take(MAX_LINE))
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    serde_json::from_slice(&line).ok()
+}
+
+fn time_of(v: &Value) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(v.as_str()?)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn same_dir(a: &str, b: &Path) -> bool {
+    let a = Path::new(a);
+    a == b || a.canonicalize().ok().as_deref() == b.canonicalize().ok().as_deref()
+}
+
+/// Claude Code: transcripts written during the run whose events name this cwd.
+fn claude(run: &Finished<'_>) -> Option<String> {
+    let projects = claude_dir()?.join("projects");
+    let mut best: Option<(DateTime<Utc>, String)> = None;
+    for dir in subdirs(&projects) {
+        for path in files(&dir) {
+            if path.extension() != Some(OsStr::new("jsonl")) {
+                continue;
+            }
+            let Some(mtime) = modified(&path) else {
+                continue;
+            };
+            if mtime < run.started - slack() {
+                continue;
+            }
+            let Some(id) = claude_session(&path, run.cwd) else {
+                continue;
+            };
+            if best.as_ref().is_none_or(|(t, _)| mtime > *t) {
+                best = Some((mtime, id));
+            }
+        }
+    }
+    best.map(|(_, id)| id)
+}
+
+fn claude_session(path: &Path, cwd: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).ok()?;
+    for line in BufReader::new(file.take(MAX_LINE))
+        .lines()
+        .take(CLAUDE_LINES)
+    {
+        let Ok(line) = line else { break };
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if let (Some(id), Some(dir)) = (v["sessionId"].as_str(), v["cwd"].as_str()) {
+            return same_dir(dir, cwd).then(|| id.to_string());
+        }
+    }
+    None
+}
+
+/// Codex: rollouts in the day directories the run touched (local and UTC dates, a day either
+/// side) whose `session_meta` has this cwd and a start inside the run.
+fn codex(run: &Finished<'_>) -> Option<String> {
+    let sessions = codex_dir()?.join("sessions");
+    let mut days = std::collections::BTreeSet::new();
+    let mut day = (run.started - chrono::Duration::days(1)).date_naive();
+    let last = (run.ended + chrono::Duration::days(1)).date_naive();
+    while day <= last {
+        days.insert(day);
+        day = day.succ_opt()?;
+    }
+    let mut best: Option<(DateTime<Utc>, String)> = None;
+    for day in days {
+        let dir = sessions.join(day.format("%Y/%m/%d").to_string());
+        for path in files(&dir) {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            if !name.is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl")) {
+                continue;
+            }
+            if modified(&path).is_some_and(|m| m < run.started - slack()) {
+                continue;
+            }
+            let Some(meta) = first_line(&path) else {
+                continue;
+            };
+            if meta["type"] != "session_meta" {
+                continue;
+            }
+            let p = &meta["payload"];
+            let (Some(id), Some(cwd), Some(t)) = (
+                p["id"].as_str(),
+                p["cwd"].as_str(),
+                time_of(&p["timestamp"]),
+            ) else {
+                continue;
+            };
+            if same_dir(cwd, run.cwd) && inside(run, t) && best.as_ref().is_none_or(|(b, _)| t > *b)
+            {
+                best = Some((t, id.to_string()));
+            }
+        }
+    }
+    best.map(|(_, id)| id)
+}
+
+/// Gemini CLI: the project's chat files whose first line says a main session started inside
+/// the run.
+fn gemini(run: &Finished<'_>) -> Option<String> {
+    let root = gemini_dir()?;
+    let tmp = root.join("tmp");
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    // The registry maps the project directory to its short id.
+    if let Ok(text) = std::fs::read_to_string(root.join("projects.json")) {
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            if let Some(map) = v["projects"].as_object() {
+                for (dir, short) in map {
+                    if same_dir(dir, run.cwd) {
+                        if let Some(short) = short.as_str() {
+                            dirs.push(tmp.join(short));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Every project directory names its root in `.project_root`.
+    for dir in subdirs(&tmp) {
+        if let Ok(r) = std::fs::read_to_string(dir.join(".project_root")) {
+            if same_dir(r.trim(), run.cwd) && !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+    }
+    let mut best: Option<(DateTime<Utc>, String)> = None;
+    for dir in dirs {
+        for path in files(&dir.join("chats")) {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            if !name.is_some_and(|n| {
+                n.starts_with("session-") && (n.ends_with(".jsonl") || n.ends_with(".json"))
+            }) {
+                continue;
+            }
+            let Some(head) = first_line(&path).or_else(|| whole_json(&path)) else {
+                continue;
+            };
+            if head["kind"].as_str().is_some_and(|k| k != "main") {
+                continue;
+            }
+            let (Some(id), Some(t)) = (head["sessionId"].as_str(), time_of(&head["startTime"]))
+            else {
+                continue;
+            };
+            if inside(run, t) && best.as_ref().is_none_or(|(b, _)| t > *b) {
+                best = Some((t, id.to_string()));
+            }
+        }
+    }
+    best.map(|(_, id)| id)
+}
+
+/// A legacy `.json` chat file, read whole (up to [`MAX_LINE`]).
+fn whole_json(path: &Path) -> Option<Value> {
+    let mut text = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(MAX_LINE)
+        .read_to_end(&mut text)
+        .ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+/// The last id printed after `marker` in the capture.
+fn printed(capture: &Path, marker: &str) -> Option<String> {
+    let text = std::fs::read_to_string(capture).ok()?;
+    text.rmatch_indices(marker).find_map(|(i, _)| {
+        let id: String = text[i + marker.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect();
+        (!id.is_empty()).then_some(id)
+    })
+}
+
+/// Runs the agent's own session listing and picks the newest session of this cwd created
+/// inside the run.
+fn listed(run: &Finished<'_>, args: &[&str]) -> Option<String> {
+    let mut child = std::process::Command::new(run.program)
+        .args(args)
+        .current_dir(run.cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = stdout.read_to_end(&mut out);
+        out
+    });
+    let deadline = std::time::Instant::now() + LIST_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let out = reader.join().ok()?;
+    let sessions: Value = serde_json::from_slice(&out).ok()?;
+    let from = (run.started - slack()).timestamp_millis();
+    let to = (run.ended + slack()).timestamp_millis();
+    sessions
+        .as_array()?
+        .iter()
+        .filter(|s| {
+            s["directory"]
+                .as_str()
+                .is_some_and(|d| same_dir(d, run.cwd))
+        })
+        .filter_map(|s| Some((s["created"].as_i64()?, s["id"].as_str()?)))
+        .filter(|(t, _)| (from..=to).contains(t))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, id)| id.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chosen_id_is_skipped_when_the_user_picks_a_session() {
+        let claude = crate::agents::by_name("claude").unwrap();
+        let p = prepare(claude, &["-p".into(), "hi".into()]);
+        assert_eq!(p.args.len(), 2);
+        assert_eq!(p.args[0], "--session-id");
+        assert!(uuid::Uuid::parse_str(p.id.as_deref().unwrap()).is_ok());
+        for user in [&["--resume", "x"][..], &["-c"], &["--session-id=abc"]] {
+            let user: Vec<OsString> = user.iter().map(OsString::from).collect();
+            assert_eq!(prepare(claude, &user), Prepared::default(), "{user:?}");
+        }
+        let codex = crate::agents::by_name("codex").unwrap();
+        assert_eq!(prepare(codex, &[]), Prepared::default());
+    }
+
+    #[test]
+    fn printed_ids_are_read_from_the_capture() {
+        let dir = tempfile::tempdir().unwrap();
+        let cap = dir.path().join("capture.txt");
+        std::fs::write(
+            &cap,
+            "bye\nTo resume: kiro-cli chat --resume-id 0b1c-22aa\nold --resume-id zz\n",
+        )
+        .unwrap();
+        assert_eq!(printed(&cap, "--resume-id ").as_deref(), Some("zz"));
+        std::fs::write(&cap, "nothing\n").unwrap();
+        assert_eq!(printed(&cap, "--resume-id "), None);
+    }
+}

@@ -1,0 +1,135 @@
+//! Signals and the agent's exit as one stream of events for the launcher's main loop.
+//!
+//! signal-hook turns signals into values on a thread (never logic in async-signal context,
+//! `launcher-store.md` §B2 rule 3), with their origin: a keyboard signal comes from the kernel
+//! (the terminal driver), a `kill` from a process. A waiter thread adds the agent's exit. The
+//! handlers stay installed until the launcher exits, so a signal that arrives while the
+//! after-record is written does not kill the launcher half-way: the record is written on every
+//! path the launcher can catch.
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
+
+use crate::error::{Error, exit};
+
+/// Something the main loop reacts to.
+#[derive(Debug)]
+pub enum Event {
+    /// A signal reached the launcher. `from_kernel` is true when the kernel raised it (a key
+    /// the terminal turned into SIGINT or SIGQUIT, a hang-up, a window resize), false when a
+    /// process sent it with `kill` or similar.
+    Signal { signal: i32, from_kernel: bool },
+    /// The agent exited.
+    Exited(std::process::ExitStatus),
+    /// Waiting for the agent failed.
+    WaitFailed(std::io::Error),
+}
+
+/// The launcher's event stream. Dropping it stops the signal thread; the handlers themselves
+/// stay (a second Ctrl-C during the final write must not kill the launcher).
+pub struct Watch {
+    tx: Sender<Event>,
+    rx: Receiver<Event>,
+    #[cfg(unix)]
+    handle: signal_hook::iterator::Handle,
+}
+
+impl Watch {
+    /// Installs handlers for `signals` and starts the thread that turns them into events.
+    ///
+    /// Errors: [`Error::Launch`] (125) when the handlers cannot be installed.
+    #[cfg(unix)]
+    pub fn install(signals: &[i32]) -> Result<Watch, Error> {
+        use signal_hook::iterator::SignalsInfo;
+        use signal_hook::iterator::exfiltrator::WithOrigin;
+        use signal_hook::low_level::siginfo::Cause;
+
+        let mut info = SignalsInfo::<WithOrigin>::new(signals).map_err(|e| Error::Launch {
+            message: format!("installing signal handlers: {e}"),
+            code: exit::LAUNCHER_FAILED,
+        })?;
+        let handle = info.handle();
+        let (tx, rx) = mpsc::channel();
+        let to_loop = tx.clone();
+        std::thread::Builder::new()
+            .name("pas-agent-signals".into())
+            .spawn(move || {
+                for origin in info.forever() {
+                    let event = Event::Signal {
+                        signal: origin.signal,
+                        from_kernel: matches!(origin.cause, Cause::Kernel),
+                    };
+                    if to_loop.send(event).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| Error::Launch {
+                message: format!("starting the signal thread: {e}"),
+                code: exit::LAUNCHER_FAILED,
+            })?;
+        Ok(Watch { tx, rx, handle })
+    }
+
+    /// Without Unix signals there is nothing to install: only the exit event arrives.
+    #[cfg(not(unix))]
+    pub fn install(_signals: &[i32]) -> Result<Watch, Error> {
+        let (tx, rx) = mpsc::channel();
+        Ok(Watch { tx, rx })
+    }
+
+    /// A sender for other event sources (the waiter thread).
+    pub fn sender(&self) -> Sender<Event> {
+        self.tx.clone()
+    }
+
+    /// The next event, waiting at most `timeout` (forever when `None`). `None` on timeout.
+    pub fn next(&self, timeout: Option<Duration>) -> Option<Event> {
+        match timeout {
+            None => self.rx.recv().ok(),
+            Some(t) => match self.rx.recv_timeout(t) {
+                Ok(e) => Some(e),
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
+            },
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        self.handle.close();
+    }
+}
+
+/// Sends `signal` to `pid` (a process group when `pid` is negative). Errors (the process is
+/// already gone) are ignored: the waiter reports how it ended.
+#[cfg(unix)]
+pub fn send(pid: i32, signal: i32) {
+    if pid == 0 || pid == -1 {
+        return; // never the launcher's own group, never every process
+    }
+    // SAFETY: kill(2) has no memory-safety preconditions; 0 and -1 are excluded above.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// Starts a thread that waits for `child` and reports its exit as an event.
+pub fn wait_in_background(mut child: std::process::Child, tx: Sender<Event>) {
+    let spawned = std::thread::Builder::new()
+        .name("pas-agent-wait".into())
+        .spawn({
+            let tx = tx.clone();
+            move || {
+                let event = match child.wait() {
+                    Ok(status) => Event::Exited(status),
+                    Err(e) => Event::WaitFailed(e),
+                };
+                let _ = tx.send(event);
+            }
+        });
+    if let Err(e) = spawned {
+        let _ = tx.send(Event::WaitFailed(e));
+    }
+}

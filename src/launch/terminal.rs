@@ -1,0 +1,113 @@
+//! The user's terminal while an agent runs in a pseudo-terminal: raw mode with a guaranteed
+//! restore, and the window size.
+//!
+//! Raw mode (`cfmakeraw`, through rustix) makes every key a byte for the agent's pty, so
+//! Ctrl-C, Ctrl-Z and Ctrl-\ reach the agent through its own line discipline instead of
+//! signalling the launcher, and input is not echoed twice (`launcher-store.md` §A3). The saved
+//! settings are restored by the guard's `Drop` (normal return, error return, unwinding) and by
+//! a panic hook (a panic on any thread); signals that would end the launcher are caught and
+//! turned into events, so the main loop returns and drops the guard. Only SIGKILL escapes, and
+//! then the shell's own reset is the remedy.
+
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::sync::{Mutex, Once};
+
+use rustix::termios::{self, OptionalActions, Termios};
+
+/// The terminal settings to put back, for the panic hook.
+static SAVED: Mutex<Option<(RawFd, Termios)>> = Mutex::new(None);
+static HOOK: Once = Once::new();
+
+/// A window size in character cells (and pixels, when the terminal reports them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    pub rows: u16,
+    pub cols: u16,
+    pub pixel_width: u16,
+    pub pixel_height: u16,
+}
+
+impl Size {
+    /// 80×24, for when the terminal does not say.
+    pub const FALLBACK: Size = Size {
+        rows: 24,
+        cols: 80,
+        pixel_width: 0,
+        pixel_height: 0,
+    };
+}
+
+/// The window size of the terminal on `fd`, `None` when it is not a terminal or reports 0×0.
+pub fn size(fd: BorrowedFd<'_>) -> Option<Size> {
+    let w = termios::tcgetwinsize(fd).ok()?;
+    (w.ws_row > 0 && w.ws_col > 0).then_some(Size {
+        rows: w.ws_row,
+        cols: w.ws_col,
+        pixel_width: w.ws_xpixel,
+        pixel_height: w.ws_ypixel,
+    })
+}
+
+/// Puts the terminal back as it was when dropped.
+#[derive(Debug)]
+pub struct RawMode {
+    fd: RawFd,
+    saved: Termios,
+}
+
+impl RawMode {
+    /// Switches the terminal on `fd` to raw mode. The fd must stay open for the guard's life
+    /// (it is the process's stdin).
+    ///
+    /// Errors: the terminal's settings cannot be read or written.
+    pub fn enable(fd: BorrowedFd<'_>) -> std::io::Result<RawMode> {
+        let saved = termios::tcgetattr(fd)?;
+        let mut raw = saved.clone();
+        raw.make_raw();
+        install_hook();
+        if let Ok(mut slot) = SAVED.lock() {
+            *slot = Some((raw_fd(fd), saved.clone()));
+        }
+        termios::tcsetattr(fd, OptionalActions::Now, &raw)?;
+        Ok(RawMode {
+            fd: raw_fd(fd),
+            saved,
+        })
+    }
+}
+
+fn raw_fd(fd: BorrowedFd<'_>) -> RawFd {
+    use std::os::fd::AsRawFd;
+    fd.as_raw_fd()
+}
+
+fn restore(fd: RawFd, saved: &Termios) {
+    // SAFETY: `fd` is the process's stdin, open for the whole run (see `RawMode::enable`).
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let _ = termios::tcsetattr(fd.as_fd(), OptionalActions::Now, saved);
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        restore(self.fd, &self.saved);
+        if let Ok(mut slot) = SAVED.lock() {
+            *slot = None;
+        }
+    }
+}
+
+/// Chains a panic hook that restores the terminal before the default hook prints the panic.
+fn install_hook() {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            // try_lock: a panic while the lock is held must not deadlock the hook.
+            if let Ok(slot) = SAVED.try_lock() {
+                if let Some((fd, saved)) = slot.as_ref() {
+                    restore(*fd, saved);
+                }
+            }
+            previous(info);
+        }));
+    });
+}
