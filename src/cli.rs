@@ -32,6 +32,7 @@ pub struct Cli {
 
 /// The commands.
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process; boxing buys nothing
 pub enum Command {
     /// Start a session for this project (the git work tree, or this directory outside git).
     Init(InitArgs),

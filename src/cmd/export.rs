@@ -39,15 +39,15 @@ fn print_report(
             crate::term::note(&format!("    {}", clean(&line)));
         }
     }
-    if let Some(limit) = agent.context_char_limit {
-        if report.file_chars > limit {
-            warn(&format!(
-                "{} is {} characters long, and {} reads only the first {limit}; shorten the session (`pas-agent remove`) or the rest of the file",
-                display(&report.target.path, cwd),
-                report.file_chars,
-                agent.name
-            ));
-        }
+    if let Some(limit) = agent.context_char_limit
+        && report.file_chars > limit
+    {
+        warn(&format!(
+            "{} is {} characters long, and {} reads only the first {limit}; shorten the session (`pas-agent remove`) or the rest of the file",
+            display(&report.target.path, cwd),
+            report.file_chars,
+            agent.name
+        ));
     }
     let path = display(&report.target.path, cwd);
     let what = match report.outcome {

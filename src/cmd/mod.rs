@@ -23,10 +23,10 @@ use crate::term::{clean, clean_line};
 
 /// Runs one command; returns the exit code on success.
 pub fn dispatch(command: Command) -> Result<i32> {
-    if reconciles(&command) {
-        if let Ok(dir) = cwd() {
-            crate::launch::reconcile::here(&dir);
-        }
+    if reconciles(&command)
+        && let Ok(dir) = cwd()
+    {
+        crate::launch::reconcile::here(&dir);
     }
     match command {
         Command::Init(a) => init::run(a),

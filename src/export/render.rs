@@ -146,26 +146,26 @@ changed files. `pas-agent status` shows the whole record with item numbers.\n\n"
         );
     }
 
-    if let Some(last) = session.checkpoints.last() {
-        if !last.files_changed.is_empty() {
-            out.push_str("## Files Changed (as of last checkpoint)\n\n");
-            for f in last.files_changed.iter().take(MAX_FILES_LISTED) {
-                let _ = writeln!(
-                    out,
-                    "- {} ({})",
-                    code_span(&f.path),
-                    inline(&f.status.describe())
-                );
-            }
-            if last.files_changed.len() > MAX_FILES_LISTED {
-                let _ = writeln!(
-                    out,
-                    "- …and {} more",
-                    last.files_changed.len() - MAX_FILES_LISTED
-                );
-            }
-            out.push('\n');
+    if let Some(last) = session.checkpoints.last()
+        && !last.files_changed.is_empty()
+    {
+        out.push_str("## Files Changed (as of last checkpoint)\n\n");
+        for f in last.files_changed.iter().take(MAX_FILES_LISTED) {
+            let _ = writeln!(
+                out,
+                "- {} ({})",
+                code_span(&f.path),
+                inline(&f.status.describe())
+            );
         }
+        if last.files_changed.len() > MAX_FILES_LISTED {
+            let _ = writeln!(
+                out,
+                "- …and {} more",
+                last.files_changed.len() - MAX_FILES_LISTED
+            );
+        }
+        out.push('\n');
     }
 
     if let Some(stale) = stale.filter(|s| s.tree_moved()) {

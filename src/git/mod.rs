@@ -144,6 +144,7 @@ pub fn discover(dir: &Path) -> Result<Option<Repo>> {
 
 /// What discovery found.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one value per discovery, moved once
 enum Found {
     None,
     Bare,

@@ -101,6 +101,7 @@ impl Native {
         let mut out = RawStatus::new();
         for item in iter {
             let item = item.map_err(|e| err("status", e))?;
+            #[allow(clippy::type_complexity)]
             let (path, apply): (String, Box<dyn FnOnce(&mut Entry)>) = match &item {
                 Item::TreeIndex(change) => {
                     use gix::diff::index::ChangeRef;

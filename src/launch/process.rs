@@ -139,18 +139,17 @@ pub fn liveness(pid: Option<u32>, token: Option<&str>) -> Liveness {
         return Liveness::Unknown;
     };
     let parsed = token.and_then(parse);
-    if let Some((_, _, Some(h))) = parsed {
-        if h != host() {
-            return Liveness::Unknown;
-        }
+    if let Some((_, _, Some(h))) = parsed
+        && h != host()
+    {
+        return Liveness::Unknown;
     }
     #[cfg(target_os = "linux")]
-    if let Some(("linux", value, _)) = parsed {
-        if let (Some((boot, _)), Some(now)) = (value.split_once(':'), boot_id()) {
-            if boot != now {
-                return Liveness::Dead;
-            }
-        }
+    if let Some(("linux", value, _)) = parsed
+        && let (Some((boot, _)), Some(now)) = (value.split_once(':'), boot_id())
+        && boot != now
+    {
+        return Liveness::Dead;
     }
     let Some(seen) = sysinfo_process(pid) else {
         return match pid_exists(pid) {

@@ -291,25 +291,25 @@ fn gemini(run: &Finished<'_>) -> Option<String> {
     let tmp = root.join("tmp");
     let mut dirs: Vec<PathBuf> = Vec::new();
     // The registry maps the project directory to its short id.
-    if let Ok(text) = std::fs::read_to_string(root.join("projects.json")) {
-        if let Ok(v) = serde_json::from_str::<Value>(&text) {
-            if let Some(map) = v["projects"].as_object() {
-                for (dir, short) in map {
-                    if same_dir(dir, run.cwd) {
-                        if let Some(short) = short.as_str() {
-                            dirs.push(tmp.join(short));
-                        }
-                    }
-                }
+    if let Ok(text) = std::fs::read_to_string(root.join("projects.json"))
+        && let Ok(v) = serde_json::from_str::<Value>(&text)
+        && let Some(map) = v["projects"].as_object()
+    {
+        for (dir, short) in map {
+            if same_dir(dir, run.cwd)
+                && let Some(short) = short.as_str()
+            {
+                dirs.push(tmp.join(short));
             }
         }
     }
     // Every project directory names its root in `.project_root`.
     for dir in subdirs(&tmp) {
-        if let Ok(r) = std::fs::read_to_string(dir.join(".project_root")) {
-            if same_dir(r.trim(), run.cwd) && !dirs.contains(&dir) {
-                dirs.push(dir);
-            }
+        if let Ok(r) = std::fs::read_to_string(dir.join(".project_root"))
+            && same_dir(r.trim(), run.cwd)
+            && !dirs.contains(&dir)
+        {
+            dirs.push(dir);
         }
     }
     let mut best: Option<(DateTime<Utc>, String)> = None;

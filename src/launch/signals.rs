@@ -7,7 +7,7 @@
 //! after-record is written does not kill the launcher half-way: the record is written on every
 //! path the launcher can catch.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
 use crate::error::{Error, exit};
@@ -87,10 +87,7 @@ impl Watch {
     pub fn next(&self, timeout: Option<Duration>) -> Option<Event> {
         match timeout {
             None => self.rx.recv().ok(),
-            Some(t) => match self.rx.recv_timeout(t) {
-                Ok(e) => Some(e),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-            },
+            Some(t) => self.rx.recv_timeout(t).ok(),
         }
     }
 }

@@ -102,10 +102,10 @@ fn install_hook() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             // try_lock: a panic while the lock is held must not deadlock the hook.
-            if let Ok(slot) = SAVED.try_lock() {
-                if let Some((fd, saved)) = slot.as_ref() {
-                    restore(*fd, saved);
-                }
+            if let Ok(slot) = SAVED.try_lock()
+                && let Some((fd, saved)) = slot.as_ref()
+            {
+                restore(*fd, saved);
             }
             previous(info);
         }));

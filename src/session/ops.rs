@@ -76,12 +76,12 @@ pub fn check_numbers(task: &TaskState, kind: ListKind, numbers: &[usize]) -> Res
 pub fn apply_update(task: &mut TaskState, update: &Update) -> Result<()> {
     let done = check_numbers(task, ListKind::Remaining, &update.done)?;
     let resolve = check_numbers(task, ListKind::Blockers, &update.resolve)?;
-    if let Some(t) = &update.task {
-        if t.trim().is_empty() {
-            return Err(Error::Usage(
-                "the task description cannot be empty; nothing was changed".into(),
-            ));
-        }
+    if let Some(t) = &update.task
+        && t.trim().is_empty()
+    {
+        return Err(Error::Usage(
+            "the task description cannot be empty; nothing was changed".into(),
+        ));
     }
     let before = task.clone();
     let mut next = task.clone();

@@ -185,12 +185,11 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
                 #[serde(default)]
                 schema_version: serde_json::Value,
             }
-            if let Ok(probe) = serde_json::from_str::<Probe>(text) {
-                if let Some(v) = probe.schema_version.as_u64() {
-                    if v > u64::from(SCHEMA_VERSION) {
-                        return Err(unsupported(v));
-                    }
-                }
+            if let Ok(probe) = serde_json::from_str::<Probe>(text)
+                && let Some(v) = probe.schema_version.as_u64()
+                && v > u64::from(SCHEMA_VERSION)
+            {
+                return Err(unsupported(v));
             }
             let hint = if e.is_eof() {
                 " (the file looks truncated)"
