@@ -4,3 +4,6 @@
 mod common;
 
 mod commands;
+mod launcher;
+mod launcher_support;
+mod mock_model;

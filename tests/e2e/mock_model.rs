@@ -1,0 +1,321 @@
+//! A small mock of three model APIs on 127.0.0.1 (port 0, one per test), so the real agent
+//! CLIs run offline: the Anthropic Messages API (`POST /v1/messages`, streamed as server-sent
+//! events or as one JSON message), the OpenAI Responses API (`POST /v1/responses`, SSE), and
+//! the Gemini API (`POST /v1beta/models/<m>:generateContent`, `:streamGenerateContent?alt=sse`,
+//! `:countTokens`). Every request is kept, body included, for the test to inspect.
+//!
+//! The replies are the minimum each client accepts, with the event names and fields of the
+//! public API references. One scripted behaviour: when a Messages request offers Claude's
+//! `Write` tool and carries no tool result yet, the reply is a `tool_use` that writes
+//! [`Mock::claude_write`]'s file.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+/// The text every reply carries.
+pub const REPLY: &str = "Mock reply from the test model.";
+
+/// One request the mock received.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub body: String,
+}
+
+#[derive(Default)]
+struct State {
+    requests: Vec<Request>,
+    claude_write: Option<(String, String)>,
+}
+
+/// A running mock. Its listener thread lives as long as the test process; each test has its
+/// own port.
+#[derive(Clone)]
+pub struct Mock {
+    pub port: u16,
+    state: Arc<Mutex<State>>,
+}
+
+impl Mock {
+    /// Binds 127.0.0.1:0 and serves in the background.
+    pub fn start() -> Mock {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = Arc::clone(&state);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = Arc::clone(&shared);
+                std::thread::spawn(move || {
+                    let _ = serve(stream, &state);
+                });
+            }
+        });
+        Mock { port, state }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Makes Claude's next tool-offering turn write `content` to the absolute `path`.
+    pub fn claude_write(&self, path: &str, content: &str) {
+        self.state.lock().unwrap().claude_write = Some((path.into(), content.into()));
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Request> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
+    /// Requests whose path starts with `prefix` or contains it.
+    pub fn model_requests(&self, needle: &str) -> Vec<Request> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.contains(needle))
+            .collect()
+    }
+}
+
+fn read_request(stream: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {
+    let mut line = String::new();
+    if stream.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let mut length = 0usize;
+    let mut chunked = false;
+    loop {
+        let mut h = String::new();
+        if stream.read_line(&mut h)? == 0 {
+            break;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+            if k == "content-length" {
+                length = v.parse().unwrap_or(0);
+            } else if k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked") {
+                chunked = true;
+            }
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            let mut size = String::new();
+            stream.read_line(&mut size)?;
+            let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
+                .unwrap_or(0);
+            if n == 0 {
+                let mut end = String::new();
+                stream.read_line(&mut end)?;
+                break;
+            }
+            let mut chunk = vec![0u8; n];
+            stream.read_exact(&mut chunk)?;
+            body.extend_from_slice(&chunk);
+            let mut crlf = [0u8; 2];
+            stream.read_exact(&mut crlf)?;
+        }
+    } else {
+        body.resize(length, 0);
+        stream.read_exact(&mut body)?;
+    }
+    Ok(Some(Request {
+        method,
+        path,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }))
+}
+
+fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
+    let mut out = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let Some(req) = read_request(&mut reader)? else {
+        return Ok(());
+    };
+    state.lock().unwrap().requests.push(req.clone());
+    let (status, content_type, body) = respond(&req, state);
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    out.write_all(head.as_bytes())?;
+    out.write_all(body.as_bytes())?;
+    out.flush()
+}
+
+fn sse(events: &[(&str, Value)]) -> String {
+    events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect()
+}
+
+fn respond(req: &Request, state: &Mutex<State>) -> (&'static str, &'static str, String) {
+    let path = req.path.as_str();
+    if req.method != "POST" {
+        return ("404 Not Found", "text/plain", String::new());
+    }
+    let body: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+    if path.starts_with("/v1/messages/count_tokens") {
+        return (
+            "200 OK",
+            "application/json",
+            json!({"input_tokens": 10}).to_string(),
+        );
+    }
+    if path.starts_with("/v1/messages") {
+        return anthropic(&body, &req.body, state);
+    }
+    if path.starts_with("/v1/responses") {
+        return ("200 OK", "text/event-stream", openai_responses());
+    }
+    if path.contains(":countTokens") {
+        return (
+            "200 OK",
+            "application/json",
+            json!({"totalTokens": 10}).to_string(),
+        );
+    }
+    if path.contains(":streamGenerateContent") {
+        return (
+            "200 OK",
+            "text/event-stream",
+            format!("data: {}\n\n", gemini_reply()),
+        );
+    }
+    if path.contains(":generateContent") {
+        return ("200 OK", "application/json", gemini_reply().to_string());
+    }
+    ("404 Not Found", "text/plain", String::new())
+}
+
+fn anthropic(
+    body: &Value,
+    raw: &str,
+    state: &Mutex<State>,
+) -> (&'static str, &'static str, String) {
+    let model = body["model"].as_str().unwrap_or("claude-mock").to_string();
+    let offers_write = body["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["name"] == "Write"));
+    let has_result = raw.contains("\"tool_result\"");
+    let write = if offers_write && !has_result {
+        state.lock().unwrap().claude_write.clone()
+    } else {
+        None
+    };
+    let usage = json!({"input_tokens": 10, "output_tokens": 5});
+    let (block, delta, stop) = match &write {
+        Some((path, content)) => (
+            json!({"type": "tool_use", "id": "toolu_mock_1", "name": "Write", "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": json!({"file_path": path, "content": content}).to_string()}),
+            "tool_use",
+        ),
+        None => (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": REPLY}),
+            "end_turn",
+        ),
+    };
+    if body["stream"] != true {
+        let content = match &write {
+            Some((path, content)) => {
+                json!([{"type": "tool_use", "id": "toolu_mock_1", "name": "Write", "input": {"file_path": path, "content": content}}])
+            }
+            None => json!([{"type": "text", "text": REPLY}]),
+        };
+        let msg = json!({"id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage});
+        return ("200 OK", "application/json", msg.to_string());
+    }
+    let events = [
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_mock", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": block}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ];
+    ("200 OK", "text/event-stream", sse(&events))
+}
+
+fn openai_responses() -> String {
+    let item = json!({"type": "message", "role": "assistant", "id": "msg_mock", "status": "completed",
+        "content": [{"type": "output_text", "text": REPLY, "annotations": []}]});
+    let response = |status: &str, output: Value| {
+        json!({"id": "resp_mock", "object": "response", "created_at": 1, "status": status, "model": "mock", "output": output,
+            "usage": {"input_tokens": 10, "input_tokens_details": null, "output_tokens": 5, "output_tokens_details": null, "total_tokens": 15}})
+    };
+    let part = json!({"type": "output_text", "text": REPLY, "annotations": []});
+    sse(&[
+        (
+            "response.created",
+            json!({"type": "response.created", "response": response("in_progress", json!([]))}),
+        ),
+        (
+            "response.output_item.added",
+            json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "message", "role": "assistant", "id": "msg_mock", "status": "in_progress", "content": []}}),
+        ),
+        (
+            "response.content_part.added",
+            json!({"type": "response.content_part.added", "item_id": "msg_mock", "output_index": 0, "content_index": 0,
+            "part": {"type": "output_text", "text": "", "annotations": []}}),
+        ),
+        (
+            "response.output_text.delta",
+            json!({"type": "response.output_text.delta", "item_id": "msg_mock", "output_index": 0, "content_index": 0, "delta": REPLY}),
+        ),
+        (
+            "response.output_text.done",
+            json!({"type": "response.output_text.done", "item_id": "msg_mock", "output_index": 0, "content_index": 0, "text": REPLY}),
+        ),
+        (
+            "response.content_part.done",
+            json!({"type": "response.content_part.done", "item_id": "msg_mock", "output_index": 0, "content_index": 0, "part": part}),
+        ),
+        (
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ),
+        (
+            "response.completed",
+            json!({"type": "response.completed", "response": response("completed", json!([item]))}),
+        ),
+    ])
+}
+
+fn gemini_reply() -> Value {
+    json!({"candidates": [{"content": {"role": "model", "parts": [{"text": REPLY}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}, "modelVersion": "mock"})
+}
