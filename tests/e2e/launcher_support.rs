@@ -178,10 +178,9 @@ impl Tmux {
 
     /// Waits until the screen contains `text`; returns the screen.
     pub fn wait_screen(&self, text: &str) -> String {
-        let mut last = String::new();
         let start = Instant::now();
         loop {
-            last = self.screen();
+            let last = self.screen();
             if last.contains(text) {
                 return last;
             }
