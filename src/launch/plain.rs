@@ -76,7 +76,9 @@ pub fn run(
     cwd: &Path,
 ) -> Result<Exit, Error> {
     let mut cmd = Command::new(program);
-    cmd.args(args).current_dir(cwd);
+    // PWD as a shell would set it: pas-agent's own may be stale (`-C DIR`, a test harness), and
+    // some agents (OpenCode) take their project directory from it.
+    cmd.args(args).current_dir(cwd).env("PWD", cwd);
     for (k, v) in env {
         cmd.env(k, v);
     }

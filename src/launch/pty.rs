@@ -139,6 +139,7 @@ pub fn run(
     let mut cmd = CommandBuilder::new(program);
     cmd.args(args);
     cmd.cwd(cwd);
+    cmd.env("PWD", cwd); // see plain::run
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -368,6 +368,7 @@ fn listed(run: &Finished<'_>, args: &[&str]) -> Option<String> {
     let mut child = std::process::Command::new(run.program)
         .args(args)
         .current_dir(run.cwd)
+        .env("PWD", run.cwd)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

@@ -268,6 +268,28 @@ fn exit_codes_of_the_agent_and_of_the_launcher() {
 }
 
 #[test]
+fn the_agent_runs_in_the_current_directory_with_pwd_and_its_run_id() {
+    let sb = Sandbox::with_session();
+    std::fs::create_dir_all(sb.path("sub/dir")).unwrap();
+    // `-C` changes the directory without a shell: PWD must still name it.
+    let out = sb.run(&["-C", "sub/dir", "run", "--", "env"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let env = crate::common::stdout(&out);
+    let dir = sb.path("sub/dir");
+    assert!(
+        env.lines().any(|l| l == format!("PWD={}", dir.display())),
+        "{env}"
+    );
+    let run = last_run(&sb);
+    assert_eq!(run["cwd"], dir.to_string_lossy().as_ref());
+    let id = run["id"].as_str().unwrap();
+    assert!(
+        env.lines().any(|l| l == format!("PAS_AGENT_RUN_ID={id}")),
+        "{env}"
+    );
+}
+
+#[test]
 fn a_killed_launcher_leaves_a_running_record_that_the_next_command_abandons() {
     let sb = Sandbox::with_session();
     sb.write("dirty-before.txt", "x\n");

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod agents;
 mod commands;
 mod launcher;
 mod launcher_support;

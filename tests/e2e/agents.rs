@@ -1,0 +1,390 @@
+//! The launcher with the real agent CLIs (installed by `.ci/run` from the npm registry), each
+//! pointed at the mock model on 127.0.0.1 so it runs offline, each with its own HOME so the
+//! agents' own session stores are the test's.
+//!
+//! For each agent: `pas-agent run <agent> -- <non-interactive args>` exports the session so the
+//! model sees the task, exits 0, and records the agent's own session id — checked against the
+//! agent's own store; then `pas-agent run <agent> --resume -- …` resumes that session with the
+//! agent's own syntax, and the model sees the earlier conversation.
+//!
+//! A missing CLI fails the test with the command that installs it: these tests exist to show
+//! the launcher works with the real tools, so they never pass without them.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{Sandbox, stderr};
+use crate::launcher_support::{last_run, runs};
+use crate::mock_model::{Mock, REPLY};
+
+/// The task every test session carries; the model must see it.
+const TASK: &str = "Migrate the zebra-billing service to the new ledger";
+
+fn require(program: &str, package: &str) {
+    assert!(
+        which::which(program).is_ok(),
+        "{program} is not installed; install it with `npm install -g {package}` (as .ci/run does)"
+    );
+}
+
+fn session() -> Sandbox {
+    let sb = Sandbox::repo();
+    sb.ok(&["init", "--task", TASK]);
+    sb
+}
+
+fn run_ok(sb: &Sandbox, args: &[&str]) -> String {
+    let out = sb.run(args);
+    eprintln!("STDERR {}", stderr(&out));
+    assert!(
+        out.status.success(),
+        "pas-agent {args:?} exited {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn argv(run: &Value) -> Vec<String> {
+    run["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Every file under `dir`, recursively.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn first_line(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
+}
+
+#[test]
+fn claude_code_runs_records_its_session_writes_a_file_and_resumes() {
+    require("claude", "@anthropic-ai/claude-code");
+    let mut sb = session();
+    let mock = Mock::start();
+    let target = sb.path("hello.txt");
+    mock.claude_write(&target.to_string_lossy(), "written by claude\n");
+    sb.env.extend([
+        ("ANTHROPIC_BASE_URL".to_string(), mock.base()),
+        ("ANTHROPIC_API_KEY".to_string(), "sk-ant-test".to_string()),
+        (
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(),
+            "1".to_string(),
+        ),
+        ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
+    ]);
+    let out = run_ok(
+        &sb,
+        &[
+            "run",
+            "claude",
+            "--",
+            "-p",
+            "Please write hello.txt",
+            "--permission-mode",
+            "acceptEdits",
+        ],
+    );
+    assert!(out.contains(REPLY), "{out}");
+    assert_eq!(sb.read("hello.txt"), "written by claude\n");
+
+    let run = last_run(&sb);
+    assert_eq!(run["agent"], "claude-code");
+    assert_eq!(run["exit_code"], 0);
+    let id = run["agent_session_id"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    assert_eq!(argv(&run)[..3], ["claude", "--session-id", id.as_str()]);
+    // The id is the one Claude wrote in its own store.
+    let transcripts: Vec<PathBuf> = walk(&sb.home.join(".claude/projects"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(transcripts.len(), 1, "{transcripts:?}");
+    assert_eq!(transcripts[0].file_stem().unwrap().to_string_lossy(), id);
+    let files: Vec<&str> = run["files_changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        ["hello.txt"],
+        "CLAUDE.md was written by the export, not by Claude"
+    );
+    // The model saw the exported session (CLAUDE.md) in the request.
+    let requests = mock.model_requests("/v1/messages");
+    assert!(
+        requests.iter().any(|r| r.body.contains(TASK)),
+        "no request carried the task"
+    );
+
+    // Resume: the same session, with Claude's own syntax; the model sees the earlier turn.
+    let before = mock.requests().len();
+    run_ok(
+        &sb,
+        &[
+            "run",
+            "claude",
+            "--resume",
+            "--",
+            "-p",
+            "What did you write?",
+        ],
+    );
+    let resumed = last_run(&sb);
+    assert_eq!(argv(&resumed)[..3], ["claude", "--resume", id.as_str()]);
+    assert_eq!(resumed["agent_session_id"], id.as_str());
+    let later: Vec<_> = mock.requests()[before..]
+        .iter()
+        .filter(|r| r.path.starts_with("/v1/messages") && r.body.contains("What did you write?"))
+        .cloned()
+        .collect();
+    assert!(!later.is_empty(), "the resumed prompt reached the model");
+    assert!(
+        later
+            .iter()
+            .any(|r| r.body.contains("Please write hello.txt")),
+        "the resumed request carries the earlier conversation"
+    );
+}
+
+fn codex_args(mock: &Mock, prompt: &str) -> Vec<String> {
+    vec![
+        "exec".into(),
+        "--skip-git-repo-check".into(),
+        "-c".into(),
+        "model_provider=mock".into(),
+        "-c".into(),
+        "model=mock-model".into(),
+        "-c".into(),
+        format!(
+            "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",wire_api=\"responses\",env_key=\"OPENAI_API_KEY\"}}",
+            mock.base()
+        ),
+        prompt.into(),
+    ]
+}
+
+#[test]
+fn codex_runs_records_its_rollout_id_and_resumes_it() {
+    require("codex", "@openai/codex");
+    let mut sb = session();
+    let mock = Mock::start();
+    sb.env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
+    let mut args = vec!["run".to_string(), "codex".into(), "--".into()];
+    args.extend(codex_args(&mock, "Say hello to the ledger"));
+    let out = run_ok(&sb, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.contains(REPLY), "{out}");
+    let run = last_run(&sb);
+    assert_eq!(run["agent"], "codex");
+    assert_eq!(run["exit_code"], 0);
+    let id = run["agent_session_id"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    let rollouts: Vec<PathBuf> = walk(&sb.home.join(".codex/sessions"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".jsonl"))
+        .collect();
+    assert_eq!(rollouts.len(), 1, "{rollouts:?}");
+    let meta = first_line(&rollouts[0]);
+    assert_eq!(meta["type"], "session_meta");
+    assert_eq!(meta["payload"]["id"], id.as_str());
+    let requests = mock.model_requests("/v1/responses");
+    assert!(
+        requests.iter().any(|r| r.body.contains(TASK)),
+        "AGENTS.md reached the model"
+    );
+
+    let before = mock.requests().len();
+    let mut args = vec![
+        "run".to_string(),
+        "codex".into(),
+        "--resume".into(),
+        "--".into(),
+    ];
+    args.extend(codex_args(&mock, "Next step please"));
+    run_ok(&sb, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let resumed = last_run(&sb);
+    assert_eq!(
+        argv(&resumed)[..5],
+        [
+            "codex",
+            "exec",
+            "resume",
+            id.as_str(),
+            "--skip-git-repo-check"
+        ]
+    );
+    assert_eq!(resumed["agent_session_id"], id.as_str());
+    let later = &mock.requests()[before..];
+    assert!(
+        later
+            .iter()
+            .any(|r| r.body.contains("Next step please")
+                && r.body.contains("Say hello to the ledger")),
+        "the resumed request carries the earlier conversation"
+    );
+    assert_eq!(runs(&sb).len(), 2);
+}
+
+#[test]
+fn gemini_cli_runs_records_its_chat_id_and_resumes_it() {
+    require("gemini", "@google/gemini-cli");
+    let mut sb = session();
+    let mock = Mock::start();
+    std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
+    std::fs::write(
+        sb.home.join(".gemini/settings.json"),
+        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+    )
+    .unwrap();
+    sb.env.extend([
+        ("GOOGLE_GEMINI_BASE_URL".to_string(), mock.base()),
+        ("GEMINI_API_KEY".to_string(), "test-key".to_string()),
+        ("GEMINI_CLI_TRUST_WORKSPACE".to_string(), "true".to_string()),
+    ]);
+    // An explicit model skips the model router's extra classification calls.
+    let out = run_ok(
+        &sb,
+        &[
+            "run",
+            "gemini",
+            "--",
+            "-m",
+            "gemini-2.5-flash",
+            "-p",
+            "Say hello to the ledger",
+        ],
+    );
+    assert!(out.contains(REPLY), "{out}");
+    let run = last_run(&sb);
+    assert_eq!(run["agent"], "gemini-cli");
+    assert_eq!(run["exit_code"], 0);
+    let id = run["agent_session_id"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    let chats: Vec<PathBuf> = walk(&sb.home.join(".gemini/tmp"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("/chats/session-"))
+        .collect();
+    assert_eq!(chats.len(), 1, "{chats:?}");
+    assert_eq!(first_line(&chats[0])["sessionId"], id.as_str());
+    let requests = mock.model_requests("/v1beta/models/");
+    assert!(
+        requests.iter().any(|r| r.body.contains(TASK)),
+        "GEMINI.md reached the model"
+    );
+
+    let before = mock.requests().len();
+    run_ok(
+        &sb,
+        &[
+            "run",
+            "gemini",
+            "--resume",
+            "--",
+            "-m",
+            "gemini-2.5-flash",
+            "-p",
+            "Next step please",
+        ],
+    );
+    let resumed = last_run(&sb);
+    assert_eq!(argv(&resumed)[..3], ["gemini", "--resume", id.as_str()]);
+    assert_eq!(resumed["agent_session_id"], id.as_str());
+    let later = &mock.requests()[before..];
+    assert!(
+        later
+            .iter()
+            .any(|r| r.body.contains("Next step please")
+                && r.body.contains("Say hello to the ledger")),
+        "the resumed request carries the earlier conversation"
+    );
+}
+
+#[test]
+fn opencode_runs_records_its_listed_session_and_resumes_it() {
+    require("opencode", "opencode-ai");
+    let sb = session();
+    let mock = Mock::start();
+    let config = sb.home.join(".config/opencode");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("opencode.json"),
+        format!(
+            r#"{{"provider":{{"openai":{{"options":{{"baseURL":"{}/v1","apiKey":"sk-test"}}}}}},"model":"openai/gpt-4o","autoupdate":false,"share":"disabled"}}"#,
+            mock.base()
+        ),
+    )
+    .unwrap();
+    let out = run_ok(
+        &sb,
+        &["run", "opencode", "--", "run", "Say hello to the ledger"],
+    );
+    eprintln!("{}", stderr(&sb.run(&["runs"])));
+    assert!(out.contains(REPLY), "{out}");
+    let run = last_run(&sb);
+    assert_eq!(run["agent"], "opencode");
+    let id = run["agent_session_id"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    assert!(id.starts_with("ses_"), "{id}");
+    let requests = mock.model_requests("/v1/responses");
+    assert!(
+        requests.iter().any(|r| r.body.contains(TASK)),
+        "AGENTS.md reached the model"
+    );
+
+    let before = mock.requests().len();
+    run_ok(
+        &sb,
+        &[
+            "run",
+            "opencode",
+            "--resume",
+            "--",
+            "run",
+            "Next step please",
+        ],
+    );
+    let resumed = last_run(&sb);
+    assert_eq!(
+        argv(&resumed)[..4],
+        ["opencode", "run", "--session", id.as_str()]
+    );
+    let later = &mock.requests()[before..];
+    assert!(
+        later
+            .iter()
+            .any(|r| r.body.contains("Next step please")
+                && r.body.contains("Say hello to the ledger")),
+        "the resumed request carries the earlier conversation"
+    );
+}
