@@ -114,6 +114,7 @@ pub fn run(
             }
             #[cfg(not(unix))]
             Some(Event::Signal { .. }) => {}
+            Some(Event::Stopped) => {}
             None => {
                 return Err(Error::Launch {
                     message: "lost track of the agent process".into(),

@@ -16,6 +16,9 @@
 //!    session leader on its pty, so nothing else would reach it; keys arrive as bytes);
 //!    after SIGTERM, SIGHUP or SIGQUIT the agent gets [`GRACE`] to exit, then SIGKILL, as
 //!    util-linux `script` and asciinema do;
+//!    when the agent stops itself (Ctrl-Z), the user's terminal is restored and pas-agent
+//!    stops too, so the user's shell has a stopped job; `fg` continues pas-agent, which puts
+//!    the terminal back in raw mode and continues the agent (util-linux `script` does the same);
 //! 6. on exit: drain the output for at most [`DRAIN`] (a background grandchild may hold the
 //!    pty open forever, uim PR #300), stop the input thread, restore the terminal, close the
 //!    master (the kernel hangs up what is left on the pty), close the capture.
@@ -28,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGKILL, SIGQUIT, SIGTERM, SIGWINCH};
+use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGKILL, SIGQUIT, SIGSTOP, SIGTERM, SIGWINCH};
 
 use super::capture::Capture;
 use super::plain::Exit;
@@ -136,6 +139,13 @@ pub fn run(
         .openpty(pty_size(size))
         .map_err(|e| failed("opening a pseudo-terminal", e))?;
 
+    // Everything that can fail is set up before the agent starts.
+    let reader = pair
+        .master
+        .try_clone_reader()
+        .map_err(|e| failed("reading the pseudo-terminal", e))?;
+    let (wake_read, wake_write) = rustix::pipe::pipe().map_err(|e| failed("creating a pipe", e))?;
+
     let mut cmd = CommandBuilder::new(program);
     cmd.args(args);
     cmd.cwd(cwd);
@@ -164,9 +174,9 @@ pub fn run(
         Ok(c) => *c,
         Err(_) => return Err(failed("waiting for the agent", "unsupported child type")),
     };
-    signals::wait_in_background(child, watch.sender());
+    signals::wait_or_stop_in_background(child, watch.sender());
 
-    let raw = match RawMode::enable(stdin.as_fd()) {
+    let mut raw = match RawMode::enable(stdin.as_fd()) {
         Ok(r) => Some(r),
         Err(e) => {
             crate::term::warn(&format!(
@@ -181,9 +191,6 @@ pub fn run(
         closed: false,
     }));
     let (out_done_tx, out_done) = std::sync::mpsc::channel::<()>();
-    let reader = master
-        .try_clone_reader()
-        .map_err(|e| failed("reading the pseudo-terminal", e))?;
     {
         let sink = Arc::clone(&sink);
         std::thread::Builder::new()
@@ -199,7 +206,6 @@ pub fn run(
         let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
         borrowed.try_clone_to_owned().ok()
     });
-    let (wake_read, wake_write) = rustix::pipe::pipe().map_err(|e| failed("creating a pipe", e))?;
     if let Some(master_fd) = master_fd {
         std::thread::Builder::new()
             .name("pas-agent-input".into())
@@ -213,6 +219,21 @@ pub fn run(
         match watch.next(timeout) {
             Some(Event::Exited(status)) => break Ok(Exit::from_status(status)),
             Some(Event::WaitFailed(e)) => break Err(failed("waiting for the agent", e)),
+            Some(Event::Stopped) => {
+                // The agent suspended itself (Ctrl-Z in its terminal). Nothing in its session
+                // can continue it, so do what `script` does: give the user's terminal back,
+                // stop pas-agent too (the user's shell sees a stopped job), and on `fg`
+                // resume both.
+                let had_raw = raw.take().is_some();
+                signals::send(std::process::id() as i32, SIGSTOP);
+                if had_raw {
+                    raw = RawMode::enable(std::io::stdin().as_fd()).ok();
+                }
+                if let Some(s) = terminal::size(std::io::stdout().as_fd()) {
+                    let _ = master.resize(pty_size(s));
+                }
+                signals::send(-pid, SIGCONT);
+            }
             Some(Event::Signal {
                 signal: SIGWINCH, ..
             }) => {

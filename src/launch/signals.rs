@@ -21,6 +21,9 @@ pub enum Event {
     Signal { signal: i32, from_kernel: bool },
     /// The agent exited.
     Exited(std::process::ExitStatus),
+    /// The agent stopped itself (SIGTSTP from its terminal, SIGSTOP); only reported by
+    /// [`wait_or_stop_in_background`].
+    Stopped,
     /// Waiting for the agent failed.
     WaitFailed(std::io::Error),
 }
@@ -109,6 +112,50 @@ pub fn send(pid: i32, signal: i32) {
     // SAFETY: kill(2) has no memory-safety preconditions; 0 and -1 are excluded above.
     unsafe {
         libc::kill(pid, signal);
+    }
+}
+
+/// Starts a thread that waits for `child` and reports its exit as an event, and every time it
+/// stops as [`Event::Stopped`] (`waitpid` with `WUNTRACED`). After a stop the thread waits
+/// again, so the exit is still reported once the agent is continued.
+#[cfg(unix)]
+pub fn wait_or_stop_in_background(child: std::process::Child, tx: Sender<Event>) {
+    use std::os::unix::process::ExitStatusExt;
+    let Ok(pid) = i32::try_from(child.id()) else {
+        return wait_in_background(child, tx);
+    };
+    // The child is reaped below by pid; the std handle is only dropped (that neither waits nor
+    // kills).
+    drop(child);
+    let spawned = std::thread::Builder::new()
+        .name("pas-agent-wait".into())
+        .spawn({
+            let tx = tx.clone();
+            move || {
+                loop {
+                    let mut status = 0;
+                    // SAFETY: waitpid on our own child with a valid out pointer.
+                    let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+                    let event = if r == -1 {
+                        let e = std::io::Error::last_os_error();
+                        if e.kind() == std::io::ErrorKind::Interrupted {
+                            continue;
+                        }
+                        Event::WaitFailed(e)
+                    } else if libc::WIFSTOPPED(status) {
+                        Event::Stopped
+                    } else {
+                        Event::Exited(std::process::ExitStatus::from_raw(status))
+                    };
+                    let done = !matches!(event, Event::Stopped);
+                    if tx.send(event).is_err() || done {
+                        break;
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        let _ = tx.send(Event::WaitFailed(e));
     }
 }
 

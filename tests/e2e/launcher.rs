@@ -159,6 +159,38 @@ fn an_agent_that_ignores_sigterm_is_killed_after_the_grace_period() {
 }
 
 #[test]
+fn an_agent_that_suspends_itself_suspends_the_launcher_and_fg_resumes_both() {
+    let sb = Sandbox::with_session();
+    sb.stand_in(
+        "suspender",
+        "trap 'echo agent continued' CONT\necho ready\nread -r x\nkill -STOP $$\necho after stop\nread -r y\necho \"got $y\"\nexit 5",
+    );
+    let t = Tmux::start(&sb, &["run", "--", "suspender"], 80, 24);
+    t.wait_screen("ready");
+    let launcher = running_launcher(&sb);
+    t.keys(&["go", "Enter"]);
+    // The agent stopped: the launcher stops too and the terminal is the user's again.
+    wait_for("the launcher to stop", || stopped(launcher).then_some(()));
+    kill(launcher, 18); // SIGCONT, as the shell's `fg` sends
+    t.wait_screen("after stop");
+    t.keys(&["more", "Enter"]);
+    t.wait_screen("got more");
+    assert_eq!(t.exit_code(), 5);
+    assert_eq!(last_run(&sb)["exit_code"], 5);
+}
+
+/// Whether a process is stopped (state T in /proc).
+fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().starts_with('T'))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
 fn no_pty_flag_under_a_terminal_runs_with_inherited_stdio_and_no_capture() {
     let sb = Sandbox::with_session();
     sb.stand_in("tty", "if [ -t 0 ]; then echo stdin-is-tty; fi; exit 4");
