@@ -1,7 +1,7 @@
 //! The output capture of a pseudo-terminal run: `.pas-agent/runs/<run-id>/capture.ansi` (the
-//! bytes the agent wrote, escape sequences and all) and `capture.txt` (the same with escape
-//! sequences and carriage returns removed by `strip-ansi-escapes`, a VT parser, so text shown
-//! on screen is searchable).
+//! bytes the agent wrote, escape sequences and all) and `capture.txt` (the printable text and
+//! line feeds only: escape sequences are recognised by `vte`, the VT parser of the Alacritty
+//! terminal, and dropped, so text shown on screen is searchable).
 //!
 //! Both stop at a size limit: [`DEFAULT_LIMIT`] bytes of agent output, or
 //! `PAS_AGENT_CAPTURE_LIMIT` (bytes; 0 turns capturing off). A note at the end of each file says
@@ -34,10 +34,33 @@ pub fn paths(run_id: &uuid::Uuid) -> (String, String) {
     (format!("{dir}/capture.ansi"), format!("{dir}/capture.txt"))
 }
 
+/// Collects what a terminal would print: characters, line feeds and tabs. Everything else
+/// (control and escape sequences, parsed by vte) is dropped.
+#[derive(Default)]
+struct Text {
+    out: Vec<u8>,
+}
+
+impl vte::Perform for Text {
+    fn print(&mut self, c: char) {
+        let mut buf = [0u8; 4];
+        self.out
+            .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    }
+
+    fn execute(&mut self, byte: u8) {
+        if byte == b'\n' || byte == b'\t' {
+            self.out.push(byte);
+        }
+    }
+}
+
 /// An open capture.
 pub struct Capture {
     ansi: BufWriter<File>,
-    text: strip_ansi_escapes::Writer<BufWriter<File>>,
+    text: BufWriter<File>,
+    parser: vte::Parser,
+    performer: Text,
     written: u64,
     limit: u64,
     cut: bool,
@@ -74,10 +97,9 @@ impl Capture {
         builder.create(&dir)?;
         Ok(Capture {
             ansi: BufWriter::with_capacity(64 * 1024, create(&ansi)?),
-            text: strip_ansi_escapes::Writer::new(BufWriter::with_capacity(
-                64 * 1024,
-                create(&txt)?,
-            )),
+            text: BufWriter::with_capacity(64 * 1024, create(&txt)?),
+            parser: vte::Parser::new(),
+            performer: Text::default(),
             written: 0,
             limit,
             cut: false,
@@ -92,7 +114,7 @@ impl Capture {
         }
         let room = usize::try_from(self.limit.saturating_sub(self.written)).unwrap_or(usize::MAX);
         let take = &bytes[..bytes.len().min(room)];
-        let ok = self.ansi.write_all(take).is_ok() && self.text.write_all(take).is_ok();
+        let ok = self.ansi.write_all(take).is_ok() && self.plain(take);
         self.written += take.len() as u64;
         if !ok {
             self.failed = true;
@@ -103,17 +125,22 @@ impl Capture {
                 self.limit
             );
             let _ = self.ansi.write_all(note.as_bytes());
-            let _ = self.text.write_all(note.as_bytes());
+            let _ = self.plain(note.as_bytes());
         }
+    }
+
+    /// Feeds bytes through the parser into the text file.
+    fn plain(&mut self, bytes: &[u8]) -> bool {
+        self.parser.advance(&mut self.performer, bytes);
+        let ok = self.text.write_all(&self.performer.out).is_ok();
+        self.performer.out.clear();
+        ok
     }
 
     /// Flushes both files.
     pub fn finish(mut self) {
         let _ = self.ansi.flush();
         let _ = self.text.flush();
-        if let Ok(mut inner) = self.text.into_inner() {
-            let _ = inner.flush();
-        }
     }
 }
 

@@ -24,7 +24,7 @@
 //!    master (the kernel hangs up what is left on the pty), close the capture.
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -273,7 +273,9 @@ pub fn run(
 /// reads as EOF) or until the main loop closes the sink. When stdout fails (the user's terminal
 /// went away) the output is still read, so the agent never blocks on a full pty.
 fn pump_output(mut reader: Box<dyn Read + Send>, sink: &Mutex<Sink>) {
-    let mut stdout = std::io::stdout().lock();
+    // Straight to fd 1, one write per read: std's line-buffered stdout would split each chunk
+    // at its last newline into two writes. Nothing else writes to stdout during the run.
+    let stdout = std::io::stdout();
     let mut stdout_ok = true;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -285,7 +287,7 @@ fn pump_output(mut reader: Box<dyn Read + Send>, sink: &Mutex<Sink>) {
         };
         let chunk = &buf[..n];
         if stdout_ok {
-            stdout_ok = stdout.write_all(chunk).and_then(|_| stdout.flush()).is_ok();
+            stdout_ok = write_all(stdout.as_fd(), chunk).is_ok();
         }
         let Ok(mut sink) = sink.lock() else { break };
         if sink.closed {
