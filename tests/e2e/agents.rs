@@ -172,6 +172,63 @@ fn claude_code_runs_records_its_session_writes_a_file_and_resumes() {
     );
 }
 
+#[test]
+fn claude_code_tui_runs_in_the_launchers_terminal_and_ctrl_c_reaches_it() {
+    require("claude", "@anthropic-ai/claude-code");
+    let mut sb = session();
+    let mock = Mock::start();
+    let key = "sk-ant-test-0123456789abcdef";
+    // A first start asks about the theme, the API key and the folder: answered in advance.
+    let state = serde_json::json!({
+        "hasCompletedOnboarding": true,
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+        "projects": {sb.work.to_string_lossy(): {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}},
+    });
+    std::fs::write(sb.home.join(".claude.json"), state.to_string()).unwrap();
+    sb.env.extend([
+        ("ANTHROPIC_BASE_URL".to_string(), mock.base()),
+        ("ANTHROPIC_API_KEY".to_string(), key.to_string()),
+        (
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(),
+            "1".to_string(),
+        ),
+        ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
+    ]);
+    let t = crate::launcher_support::Tmux::start(&sb, &["run", "claude"], 110, 36);
+    t.wait_screen("Claude Code");
+    t.wait_screen("shortcuts");
+    t.keys(&["Say hello to the ledger"]);
+    t.wait_screen("Say hello to the ledger");
+    t.keys(&["Enter"]);
+    t.wait_screen(REPLY);
+    // Ctrl-C twice: Claude's own way out. The launcher is not interrupted; it records the run.
+    t.keys(&["C-c"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    t.keys(&["C-c"]);
+    assert_eq!(t.exit_code(), 0);
+    let screen = t.wait_screen("pas-agent: claude-code exited 0");
+    let run = last_run(&sb);
+    assert_eq!(run["state"], "finished");
+    let id = run["agent_session_id"].as_str().expect("session id");
+    assert!(
+        screen.contains(&format!("claude --resume {id}")) || screen.contains(id),
+        "{screen}"
+    );
+    let transcript = walk(&sb.home.join(".claude/projects"))
+        .into_iter()
+        .find(|p| p.file_stem().is_some_and(|s| s.to_string_lossy() == id));
+    assert!(
+        transcript.is_some(),
+        "Claude's own transcript is named by the recorded id"
+    );
+    let capture = sb.path(run["capture"].as_str().expect("a pty run is captured"));
+    let text = std::fs::read_to_string(capture.with_extension("txt")).unwrap();
+    assert!(text.contains(REPLY), "{text}");
+    assert!(!text.contains('\u{1b}'));
+    assert!(mock.requests().iter().any(|r| r.body.contains(TASK)));
+}
+
 fn codex_args(mock: &Mock, prompt: &str) -> Vec<String> {
     vec![
         "exec".into(),
