@@ -34,11 +34,30 @@ pub fn paths(run_id: &uuid::Uuid) -> (String, String) {
     (format!("{dir}/capture.ansi"), format!("{dir}/capture.txt"))
 }
 
-/// Collects what a terminal would print: characters, line feeds and tabs. Everything else
-/// (control and escape sequences, parsed by vte) is dropped.
+/// Collects what a terminal would print: characters, line feeds and tabs, with cursor moves
+/// that stand for blank space turned into spaces and line breaks. Everything else (colours,
+/// modes, titles, erasures: escape and control sequences, parsed by vte) is dropped.
 #[derive(Default)]
 struct Text {
     out: Vec<u8>,
+    /// The cursor column on the current output line (0-based, one per character).
+    col: usize,
+}
+
+impl Text {
+    fn pad_to(&mut self, col: usize) {
+        if col > self.col {
+            self.out.extend(std::iter::repeat_n(b' ', col - self.col));
+        }
+        self.col = col;
+    }
+
+    fn line_break(&mut self) {
+        if self.out.last().is_some_and(|b| *b != b'\n') {
+            self.out.push(b'\n');
+        }
+        self.col = 0;
+    }
 }
 
 impl vte::Perform for Text {
@@ -46,11 +65,46 @@ impl vte::Perform for Text {
         let mut buf = [0u8; 4];
         self.out
             .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        self.col += 1;
     }
 
     fn execute(&mut self, byte: u8) {
-        if byte == b'\n' || byte == b'\t' {
-            self.out.push(byte);
+        match byte {
+            b'\n' => {
+                self.out.push(b'\n');
+                self.col = 0;
+            }
+            b'\r' => self.col = 0,
+            b'\t' => {
+                self.out.push(b'\t');
+                self.col = (self.col / 8 + 1) * 8;
+            }
+            _ => {}
+        }
+    }
+
+    /// A TUI often moves the cursor right (CUF) or to a column (CHA, HPA) instead of printing
+    /// spaces, and jumps between rows (CUP, CUU, CUD, CNL, CPL, VPA) instead of printing line
+    /// feeds; those become spaces and line breaks so words and lines stay apart.
+    fn csi_dispatch(
+        &mut self,
+        params: &vte::Params,
+        _intermediates: &[u8],
+        _ignore: bool,
+        action: char,
+    ) {
+        let mut values = params.iter().map(|p| p.first().copied().unwrap_or(0));
+        let first = usize::from(values.next().unwrap_or(0).max(1)).min(1000);
+        match action {
+            'C' => self.pad_to(self.col + first),
+            'G' | '`' => self.pad_to(first - 1),
+            'H' | 'f' => {
+                let col = usize::from(values.next().unwrap_or(0).max(1)).min(1000);
+                self.line_break();
+                self.pad_to(col - 1);
+            }
+            'A' | 'B' | 'E' | 'F' | 'd' => self.line_break(),
+            _ => {}
         }
     }
 }
@@ -152,22 +206,31 @@ mod tests {
     fn plain_text_has_no_escapes_and_the_limit_holds() {
         let dir = tempfile::tempdir().unwrap();
         let id = uuid::Uuid::new_v4();
-        let mut c = Capture::create(dir.path(), &id, 40).unwrap();
-        c.write(b"\x1b[1;31mred\x1b[0m line\r\n\x1b]0;title\x07next\r\n");
+        let mut c = Capture::create(dir.path(), &id, 60).unwrap();
+        c.write(b"\x1b[1;31mred\x1b[0m line\r\n\x1b]0;title\x07next\x1b[2Cword\x1b[5;1Hrow\r\n");
         c.write(b"0123456789012345678901234567890123456789");
         c.finish();
         let (ansi, txt) = paths(&id);
         let raw = std::fs::read(dir.path().join(ansi)).unwrap();
         let text = std::fs::read_to_string(dir.path().join(txt)).unwrap();
         assert!(raw.starts_with(b"\x1b[1;31mred"));
-        assert!(text.starts_with("red line\nnext\n"), "{text:?}");
+        assert!(text.starts_with("red line\nnext  word\nrow\n"), "{text:?}");
         assert!(!text.contains('\x1b') && !text.contains('\r'), "{text:?}");
-        assert!(text.contains("capture cut at 40 bytes"), "{text:?}");
+        assert!(text.contains("capture cut at 60 bytes"), "{text:?}");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             let meta = std::fs::metadata(dir.path().join(paths(&id).0)).unwrap();
             assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         }
+        // Cursor moves that stand for spaces and line breaks (as Claude Code's TUI draws).
+        let id = uuid::Uuid::new_v4();
+        let mut t = Capture::create(dir.path(), &id, 1000).unwrap();
+        t.write(
+            b"\x1b[1mClaude\x1b[8GCode\x1b[24Gv2\r\r\n\x1b[3G\x1b[39mMock reply.\r\x1b[2Bnext\n",
+        );
+        t.finish();
+        let text = std::fs::read_to_string(dir.path().join(paths(&id).1)).unwrap();
+        assert_eq!(text, "Claude Code            v2\n  Mock reply.\nnext\n");
     }
 }
