@@ -105,9 +105,12 @@ impl Tmux {
     /// Starts `pas-agent <args>` (shell-quoted) in a `cols`×`rows` window, in `dir`, with the
     /// sandbox's environment plus `extra_env`.
     pub fn start(sb: &Sandbox, args: &[&str], cols: u16, rows: u16) -> Tmux {
-        let socket = sb.tmp.path().join("tmux.sock");
-        let exit_file = sb.tmp.path().join("exit.txt");
-        let _ = std::fs::remove_file(&exit_file);
+        // A fresh socket per server: a new server on the socket of one just killed can race
+        // its shutdown ("server exited unexpectedly").
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let socket = sb.tmp.path().join(format!("tmux-{n}.sock"));
+        let exit_file = sb.tmp.path().join(format!("exit-{n}.txt"));
         let template = isolated(sb, "tmux");
         let env = template
             .get_envs()
