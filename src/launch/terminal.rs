@@ -111,3 +111,67 @@ fn install_hook() {
         }));
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::{FromRawFd, OwnedFd};
+
+    fn pty() -> (OwnedFd, OwnedFd) {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty with valid out pointers and no name, termios or size.
+        let r = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: openpty returned two fresh fds that nothing else owns.
+        unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
+    }
+
+    fn canonical(fd: BorrowedFd<'_>) -> bool {
+        termios::tcgetattr(fd)
+            .unwrap()
+            .local_modes
+            .contains(termios::LocalModes::ICANON)
+    }
+
+    #[test]
+    fn raw_mode_is_undone_by_drop_and_by_a_panic() {
+        let (_master, slave) = pty();
+        assert!(canonical(slave.as_fd()));
+        let guard = RawMode::enable(slave.as_fd()).unwrap();
+        assert!(!canonical(slave.as_fd()));
+        drop(guard);
+        assert!(canonical(slave.as_fd()));
+
+        // A panic on another thread while the guard is alive (and never dropped): the hook
+        // restores the terminal.
+        let guard = RawMode::enable(slave.as_fd()).unwrap();
+        assert!(!canonical(slave.as_fd()));
+        let joined = std::thread::spawn(|| panic!("deliberate panic in a test")).join();
+        assert!(joined.is_err());
+        assert!(canonical(slave.as_fd()));
+        std::mem::forget(guard);
+        *SAVED.lock().unwrap() = None;
+    }
+
+    #[test]
+    fn size_of_a_pty() {
+        let (_master, slave) = pty();
+        let w = rustix::termios::Winsize {
+            ws_row: 33,
+            ws_col: 101,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        termios::tcsetwinsize(slave.as_fd(), w).unwrap();
+        let s = size(slave.as_fd()).unwrap();
+        assert_eq!((s.rows, s.cols), (33, 101));
+    }
+}

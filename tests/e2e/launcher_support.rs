@@ -132,9 +132,13 @@ impl Tmux {
             line.push(' ');
             line.push_str(&sh_quote(a));
         }
+        // The terminal's settings before and after, to check pas-agent restores them.
+        let stty = |name: &str| sh_quote(&t.exit_file.with_extension(name).to_string_lossy());
         let script = format!(
-            "{line}; echo $? > {}.tmp && mv {0}.tmp {0}; sleep 600",
-            sh_quote(&t.exit_file.to_string_lossy())
+            "stty -g > {before}; {line}; code=$?; stty -g > {after}; echo $code > {0}.tmp && mv {0}.tmp {0}; sleep 600",
+            sh_quote(&t.exit_file.to_string_lossy()),
+            before = stty("before"),
+            after = stty("after"),
         );
         let out = t
             .cmd()
@@ -213,11 +217,16 @@ impl Tmux {
         ]);
     }
 
-    /// Waits for pas-agent to exit and returns its exit status.
+    /// Waits for pas-agent to exit and returns its exit status. Also checks that the terminal's
+    /// settings after pas-agent are those from before it (raw mode was undone).
     pub fn exit_code(&self) -> i32 {
         let text = wait_for("pas-agent to exit", || {
             std::fs::read_to_string(&self.exit_file).ok()
         });
+        let before = read(&self.exit_file.with_extension("before"));
+        let after = read(&self.exit_file.with_extension("after"));
+        assert!(!before.trim().is_empty(), "stty -g printed nothing");
+        assert_eq!(before, after, "pas-agent left the terminal changed");
         text.trim().parse().expect("exit status")
     }
 }
