@@ -212,9 +212,8 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         .capture
         .as_ref()
         .map(|_| project.root.join(capture::paths(&run_id).1));
-    let agent_session = resumed.or_else(|| {
-        let agent = program.agent?;
-        session_id::discover(&session_id::Finished {
+    let agent_session = program.agent.and_then(|agent| {
+        let finished = session_id::Finished {
             agent,
             program: &program.path,
             cwd: &cwd,
@@ -222,7 +221,11 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             ended: ended_at,
             chosen: chosen.as_deref(),
             capture_txt: capture_txt.as_deref(),
-        })
+        };
+        match &resumed {
+            Some(id) => Some(session_id::after_resume(&finished, id)),
+            None => session_id::discover(&finished),
+        }
     });
     match record::finish(&project, &plan, started, exit, agent_session) {
         Ok(done) => {

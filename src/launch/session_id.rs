@@ -97,6 +97,20 @@ pub fn discover(run: &Finished<'_>) -> Option<String> {
     }
 }
 
+/// The session a resumed run ended in: the agent's store says which session was written during
+/// the run (a resume that forks, or an agent that starts a new id on resume, shows up there);
+/// otherwise the id that was resumed.
+pub fn after_resume(run: &Finished<'_>, resumed: &str) -> String {
+    let store = match run.agent.session_id {
+        SessionId::Choose { store, .. } => store,
+        SessionId::Discover(store) => Some(store),
+        _ => None,
+    };
+    store
+        .and_then(|s| read_store(s, run))
+        .unwrap_or_else(|| resumed.to_string())
+}
+
 fn env_dir(var: &str) -> Option<PathBuf> {
     std::env::var_os(var)
         .filter(|v| !v.is_empty())
@@ -122,22 +136,22 @@ fn gemini_dir() -> Option<PathBuf> {
 /// Whether the store holds a session with this id.
 fn in_store(store: Store, id: &str) -> bool {
     match store {
-        Store::ClaudeProjects => {
-            let Some(projects) = claude_dir().map(|d| d.join("projects")) else {
-                return false;
-            };
-            let name = format!("{id}.jsonl");
-            subdirs(&projects).any(|d| d.join(&name).is_file())
-        }
+        Store::ClaudeProjects => claude_dir().is_some_and(|d| claude_has(&d.join("projects"), id)),
         Store::CodexRollouts | Store::GeminiChats => false,
     }
 }
 
+/// Whether `projects/<any>/<id>.jsonl` exists.
+fn claude_has(projects: &Path, id: &str) -> bool {
+    let name = format!("{id}.jsonl");
+    subdirs(projects).any(|d| d.join(&name).is_file())
+}
+
 fn read_store(store: Store, run: &Finished<'_>) -> Option<String> {
     match store {
-        Store::ClaudeProjects => claude(run),
-        Store::CodexRollouts => codex(run),
-        Store::GeminiChats => gemini(run),
+        Store::ClaudeProjects => claude(&claude_dir()?.join("projects"), run),
+        Store::CodexRollouts => codex(&codex_dir()?.join("sessions"), run),
+        Store::GeminiChats => gemini(&gemini_dir()?, run),
     }
 }
 
@@ -196,11 +210,10 @@ fn same_dir(a: &str, b: &Path) -> bool {
     a == b || a.canonicalize().ok().as_deref() == b.canonicalize().ok().as_deref()
 }
 
-/// Claude Code: transcripts written during the run whose events name this cwd.
-fn claude(run: &Finished<'_>) -> Option<String> {
-    let projects = claude_dir()?.join("projects");
+/// Claude Code: transcripts under `projects` written during the run whose events name this cwd.
+fn claude(projects: &Path, run: &Finished<'_>) -> Option<String> {
     let mut best: Option<(DateTime<Utc>, String)> = None;
-    for dir in subdirs(&projects) {
+    for dir in subdirs(projects) {
         for path in files(&dir) {
             if path.extension() != Some(OsStr::new("jsonl")) {
                 continue;
@@ -239,10 +252,9 @@ fn claude_session(path: &Path, cwd: &Path) -> Option<String> {
     None
 }
 
-/// Codex: rollouts in the day directories the run touched (local and UTC dates, a day either
-/// side) whose `session_meta` has this cwd and a start inside the run.
-fn codex(run: &Finished<'_>) -> Option<String> {
-    let sessions = codex_dir()?.join("sessions");
+/// Codex: rollouts under `sessions` in the day directories the run touched (local and UTC
+/// dates, a day either side) whose `session_meta` has this cwd and a start inside the run.
+fn codex(sessions: &Path, run: &Finished<'_>) -> Option<String> {
     let mut days = std::collections::BTreeSet::new();
     let mut day = (run.started - chrono::Duration::days(1)).date_naive();
     let last = (run.ended + chrono::Duration::days(1)).date_naive();
@@ -284,10 +296,9 @@ fn codex(run: &Finished<'_>) -> Option<String> {
     best.map(|(_, id)| id)
 }
 
-/// Gemini CLI: the project's chat files whose first line says a main session started inside
-/// the run.
-fn gemini(run: &Finished<'_>) -> Option<String> {
-    let root = gemini_dir()?;
+/// Gemini CLI: the project's chat files under `root` (`~/.gemini`) whose first line says a main
+/// session started inside the run.
+fn gemini(root: &Path, run: &Finished<'_>) -> Option<String> {
     let tmp = root.join("tmp");
     let mut dirs: Vec<PathBuf> = Vec::new();
     // The registry maps the project directory to its short id.
@@ -443,5 +454,129 @@ mod tests {
         assert_eq!(printed(&cap, "--resume-id ").as_deref(), Some("zz"));
         std::fs::write(&cap, "nothing\n").unwrap();
         assert_eq!(printed(&cap, "--resume-id "), None);
+    }
+
+    fn finished<'a>(agent: &'a Agent, cwd: &'a Path, started: DateTime<Utc>) -> Finished<'a> {
+        Finished {
+            agent,
+            program: Path::new("/nonexistent"),
+            cwd,
+            started,
+            ended: started + chrono::Duration::seconds(30),
+            chosen: None,
+            capture_txt: None,
+        }
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn codex_rollouts_match_on_cwd_and_start_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sessions = tmp.path().join("sessions");
+        let cwd = tmp.path().join("proj");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let start = Utc::now();
+        let day = sessions.join(start.format("%Y/%m/%d").to_string());
+        let meta = |id: &str, dir: &Path, t: DateTime<Utc>| {
+            format!(
+                "{{\"type\":\"session_meta\",\"payload\":{{\"id\":\"{id}\",\"timestamp\":\"{}\",\"cwd\":\"{}\"}}}}\n{{}}\n",
+                t.to_rfc3339(),
+                dir.display()
+            )
+        };
+        let later = start + chrono::Duration::seconds(5);
+        write(
+            &day.join("rollout-a-1.jsonl"),
+            &meta("in-run", &cwd, start + chrono::Duration::seconds(1)),
+        );
+        write(&day.join("rollout-a-2.jsonl"), &meta("newest", &cwd, later));
+        write(
+            &day.join("rollout-b.jsonl"),
+            &meta("elsewhere", tmp.path(), later),
+        );
+        write(
+            &day.join("rollout-c.jsonl"),
+            &meta("before", &cwd, start - chrono::Duration::minutes(10)),
+        );
+        write(&day.join("notes.txt"), "not a rollout");
+        let agent = crate::agents::by_name("codex").unwrap();
+        let run = finished(agent, &cwd, start);
+        assert_eq!(codex(&sessions, &run).as_deref(), Some("newest"));
+        let run = finished(agent, tmp.path(), start - chrono::Duration::hours(1));
+        assert_eq!(
+            codex(&sessions, &run),
+            None,
+            "nothing of that cwd started then"
+        );
+    }
+
+    #[test]
+    fn gemini_chats_are_found_through_the_project_registry_or_project_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join(".gemini");
+        let cwd = tmp.path().join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let start = Utc::now();
+        let chat = |id: &str, t: DateTime<Utc>, kind: &str| {
+            format!(
+                "{{\"sessionId\":\"{id}\",\"startTime\":\"{}\",\"kind\":\"{kind}\"}}\n",
+                t.to_rfc3339()
+            )
+        };
+        write(
+            &root.join("projects.json"),
+            &format!("{{\"projects\":{{\"{}\":\"work\"}}}}", cwd.display()),
+        );
+        let chats = root.join("tmp/work/chats");
+        write(
+            &chats.join("session-1-aaaa.jsonl"),
+            &chat("main-id", start + chrono::Duration::seconds(2), "main"),
+        );
+        write(
+            &chats.join("session-2-bbbb.jsonl"),
+            &chat("sub-id", start + chrono::Duration::seconds(3), "subagent"),
+        );
+        write(
+            &chats.join("session-0-old.json"),
+            &chat("old-id", start - chrono::Duration::hours(2), "main"),
+        );
+        let gemini_agent = crate::agents::by_name("gemini").unwrap();
+        let run = finished(gemini_agent, &cwd, start);
+        assert_eq!(gemini(&root, &run).as_deref(), Some("main-id"));
+
+        // Without the registry, `.project_root` names the directory.
+        std::fs::remove_file(root.join("projects.json")).unwrap();
+        write(
+            &root.join("tmp/work/.project_root"),
+            &cwd.display().to_string(),
+        );
+        assert_eq!(gemini(&root, &run).as_deref(), Some("main-id"));
+        std::fs::remove_file(root.join("tmp/work/.project_root")).unwrap();
+        assert_eq!(gemini(&root, &run), None);
+    }
+
+    #[test]
+    fn claude_transcripts_are_matched_by_their_cwd() {
+        let tmp = tempfile::tempdir().unwrap();
+        let projects = tmp.path().join("projects");
+        let cwd = tmp.path().join("w");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let line = |id: &str, dir: &Path| {
+            format!(
+                "{{\"type\":\"queue-operation\",\"sessionId\":\"{id}\"}}\n{{\"type\":\"user\",\"sessionId\":\"{id}\",\"cwd\":\"{}\"}}\n",
+                dir.display()
+            )
+        };
+        write(&projects.join("-w/abc.jsonl"), &line("abc", &cwd));
+        write(&projects.join("-other/zzz.jsonl"), &line("zzz", tmp.path()));
+        let claude_agent = crate::agents::by_name("claude").unwrap();
+        let start = Utc::now() - chrono::Duration::seconds(1);
+        let run = finished(claude_agent, &cwd, start);
+        assert_eq!(claude(&projects, &run).as_deref(), Some("abc"));
+        assert!(claude_has(&projects, "abc") && !claude_has(&projects, "nope"));
     }
 }

@@ -157,6 +157,13 @@ fn claude_code_runs_records_its_session_writes_a_file_and_resumes() {
     );
     let resumed = last_run(&sb);
     assert_eq!(argv(&resumed)[..3], ["claude", "--resume", id.as_str()]);
+    // Claude kept the session: still one transcript, named by the id, and it is what the
+    // resumed run records.
+    let transcripts: Vec<PathBuf> = walk(&sb.home.join(".claude/projects"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(transcripts.len(), 1, "{transcripts:?}");
     assert_eq!(resumed["agent_session_id"], id.as_str());
     let later: Vec<_> = mock.requests()[before..]
         .iter()
