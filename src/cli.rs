@@ -31,6 +31,8 @@ pub struct Cli {
 }
 
 /// The commands.
+// Parsed once per process: the size difference between variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start a session for this project (the git work tree, or this directory outside git).

@@ -21,13 +21,14 @@ pub fn run(args: InitArgs) -> Result<i32> {
             path: project.session_path(),
         });
     }
-    if repo.is_none() && !args.nested {
-        if let Some(parent) = cwd.parent().and_then(Project::find_opt) {
-            return Err(Error::Message(format!(
-                "{} already has a session, and this directory belongs to it\n  hint: pas-agent commands here use that session; pass --nested to start a separate one here",
-                parent.root.display()
-            )));
-        }
+    if repo.is_none()
+        && !args.nested
+        && let Some(parent) = cwd.parent().and_then(Project::find_opt)
+    {
+        return Err(Error::Message(format!(
+            "{} already has a session, and this directory belongs to it\n  hint: pas-agent commands here use that session; pass --nested to start a separate one here",
+            parent.root.display()
+        )));
     }
     let task = match args.task {
         Some(t) => t,
@@ -61,7 +62,11 @@ pub fn run(args: InitArgs) -> Result<i32> {
     let _ = writeln!(out, "Started a pas-agent session.");
     let _ = writeln!(out, "  Project: {}", clean(&session.project_name));
     let _ = writeln!(out, "  Session: {}", session.id);
-    let _ = writeln!(out, "  Store:   {}", clean(&project.session_path().to_string_lossy()));
+    let _ = writeln!(
+        out,
+        "  Store:   {}",
+        clean(&project.session_path().to_string_lossy())
+    );
     if let Some(git) = &session.git {
         let _ = writeln!(out, "  Git:     {}", git_line(git));
     }

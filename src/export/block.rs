@@ -228,7 +228,11 @@ mod tests {
         assert!(!text.replace("\r\n", "").contains('\n'));
         let (again, outcome) = splice(Some(&out), "# Ctx\nnew", false).unwrap();
         assert_eq!(outcome, Outcome::Updated);
-        assert!(String::from_utf8(again).unwrap().contains("new\r\n<!-- pas-agent:end -->\r\n"));
+        assert!(
+            String::from_utf8(again)
+                .unwrap()
+                .contains("new\r\n<!-- pas-agent:end -->\r\n")
+        );
     }
 
     #[test]

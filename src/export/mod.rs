@@ -114,7 +114,9 @@ pub fn write(
             )));
         }
         Err(ReadError::Io(e)) => {
-            return Err(unsafe_(format!("cannot read the file ({e}); nothing was written")));
+            return Err(unsafe_(format!(
+                "cannot read the file ({e}); nothing was written"
+            )));
         }
     };
     let (bytes, outcome) = block::splice(existing.as_deref(), &content, force).map_err(|reason| {

@@ -81,7 +81,7 @@ pub struct Repo {
     pub top: PathBuf,
     /// The session root relative to `top` as a `/`-terminated prefix ("" when they are equal).
     prefix: String,
-    native: Option<native::Native>,
+    native: Option<Box<native::Native>>,
     force_cli: bool,
 }
 
@@ -150,7 +150,7 @@ enum Found {
     InsideGitDir,
     WorkTree {
         top: PathBuf,
-        native: Option<native::Native>,
+        native: Option<Box<native::Native>>,
     },
 }
 
@@ -188,7 +188,7 @@ impl Repo {
         if self.force_cli {
             None
         } else {
-            self.native.as_ref()
+            self.native.as_deref()
         }
     }
 

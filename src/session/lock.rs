@@ -17,7 +17,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 5000;
 /// Name of the lock file inside `.pas-agent/`.
 pub const LOCK_FILE: &str = "session.lock";
 /// Contents of a new `.pas-agent/.gitignore`: what is local to this machine.
-pub const GITIGNORE: &str = "# Local to this machine; session.json is the portable record.\nsession.lock\nruns/\n.*.tmp\n";
+pub const GITIGNORE: &str =
+    "# Local to this machine; session.json is the portable record.\nsession.lock\nruns/\n.*.tmp\n";
 
 /// Holds the session lock until dropped.
 #[derive(Debug)]

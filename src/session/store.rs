@@ -124,8 +124,8 @@ impl Project {
     /// Saves atomically. Callers hold the lock.
     fn save(&self, session: &Session) -> Result<()> {
         let path = self.session_path();
-        let mut bytes = to_json(session)
-            .map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
+        let mut bytes =
+            to_json(session).map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
         bytes.push(b'\n');
         fsutil::write_atomic(&path, &bytes).map_err(|e| match e {
             WriteError::Io(e) => Error::io(&path, e),
@@ -185,12 +185,11 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
                 #[serde(default)]
                 schema_version: serde_json::Value,
             }
-            if let Ok(probe) = serde_json::from_str::<Probe>(text) {
-                if let Some(v) = probe.schema_version.as_u64() {
-                    if v > u64::from(SCHEMA_VERSION) {
-                        return Err(unsupported(v));
-                    }
-                }
+            if let Ok(probe) = serde_json::from_str::<Probe>(text)
+                && let Some(v) = probe.schema_version.as_u64()
+                && v > u64::from(SCHEMA_VERSION)
+            {
+                return Err(unsupported(v));
             }
             let hint = if e.is_eof() {
                 " (the file looks truncated)"
@@ -260,8 +259,10 @@ mod tests {
 
     #[test]
     fn unknown_fields_survive_a_round_trip() {
-        let text = minimal()
-            .replace(r#""task":{}"#, r#""task":{"mood":"good"},"future":[1,{"a":null}]"#);
+        let text = minimal().replace(
+            r#""task":{}"#,
+            r#""task":{"mood":"good"},"future":[1,{"a":null}]"#,
+        );
         let s = parse(&p(), text.as_bytes()).unwrap();
         let again: serde_json::Value = serde_json::from_slice(&to_json(&s).unwrap()).unwrap();
         assert_eq!(again["future"], serde_json::json!([1, {"a": null}]));

@@ -4,3 +4,7 @@
 mod common;
 
 mod commands;
+mod export;
+mod git;
+mod run;
+mod store;
