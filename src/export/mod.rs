@@ -124,6 +124,15 @@ pub fn write(
             "the pas-agent markers do not form one block: {reason}. Nothing was written; fix the markers by hand, or pass --force to replace the whole file with the block"
         ))
     })?;
+    if existing.is_none()
+        && let Some(parent) = target.path.parent()
+    {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            unsafe_(format!(
+                "cannot create its directory ({e}); nothing was written"
+            ))
+        })?;
+    }
     fsutil::write_atomic(&target.path, &bytes).map_err(|e| match e {
         WriteError::ReadOnly => unsafe_(
             "the file is read-only; nothing was written (make it writable, or export elsewhere with -o)".into(),

@@ -4,6 +4,7 @@
 mod common;
 
 mod commands;
+mod docs;
 mod export;
 mod git;
 mod run;
