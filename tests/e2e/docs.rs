@@ -93,7 +93,7 @@ fn run_document(path: &Path) -> usize {
     let sb = Sandbox::repo();
     let bin_dir: PathBuf = crate::common::bin().parent().unwrap().to_path_buf();
     for step in &steps {
-        let mut cmd = sb.git_cmd();
+        let cmd = sb.git_cmd();
         let path_var = format!(
             "{}:{}",
             bin_dir.display(),
