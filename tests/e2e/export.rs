@@ -422,3 +422,42 @@ fn stale_work_is_warned_about_and_listed() {
     assert!(text.contains("## Changed Since Last Checkpoint"), "{text}");
     assert!(text.contains("- `a.txt` (untracked)"), "{text}");
 }
+
+#[test]
+fn long_lists_are_capped() {
+    let sb = Sandbox::with_session();
+    for i in 0..55 {
+        sb.write(&format!("many/f{i:02}.txt"), "x");
+    }
+    for i in 0..12 {
+        sb.ok(&["checkpoint", &format!("cp {i}")]);
+    }
+    sb.ok(&["export", "--to", "codex"]);
+    let text = sb.read("AGENTS.md");
+    let files = text
+        .split("## Files Changed (as of last checkpoint)")
+        .nth(1)
+        .unwrap();
+    let files = files.split("\n## ").next().unwrap();
+    assert_eq!(
+        files.lines().filter(|l| l.starts_with("- `many/")).count(),
+        50,
+        "{files}"
+    );
+    assert!(files.contains("- …and 5 more"), "{files}");
+    let history = text.split("## Checkpoint History").nth(1).unwrap();
+    let history = history.split("\n---").next().unwrap();
+    assert!(
+        history.contains("- _2 earlier checkpoints not shown_"),
+        "{history}"
+    );
+    assert_eq!(
+        history.lines().filter(|l| l.starts_with("- **")).count(),
+        10
+    );
+    assert!(
+        history.contains("— cp 2\n")
+            && history.contains("— cp 11\n")
+            && !history.contains("— cp 1\n")
+    );
+}
