@@ -238,6 +238,19 @@ impl Repo {
         Ok(WorkTree { head, files })
     }
 
+    /// [`Repo::status`], with a failure reported as a warning (naming `consequence`, what the
+    /// command does without it) instead of an error: session commands keep working when git
+    /// does not.
+    pub fn status_or_warn(&self, detail: Detail, consequence: &str) -> Option<WorkTree> {
+        match self.status(detail) {
+            Ok(tree) => Some(tree),
+            Err(e) => {
+                crate::term::warn(&format!("{e}; {consequence}"));
+                None
+            }
+        }
+    }
+
     /// Commits reachable from `after` and not from `before`, oldest first, at most `limit`.
     pub fn commits_between(
         &self,
