@@ -299,21 +299,33 @@ impl Repo {
 }
 
 /// A file's two-letter status as git's porcelain gives it (X: HEAD→index, Y: index→work tree),
-/// plus the source of a rename or copy.
+/// the source of a rename or copy, and whether an untracked file is at the path. A path can be
+/// both in the index diff and untracked (`git rm --cached f` leaves `D` staged and `f`
+/// untracked), so being untracked is a flag of its own, not a letter that could overwrite X.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub x: Option<char>,
     pub y: Option<char>,
     pub from: Option<String>,
+    pub untracked: bool,
 }
 
 impl Entry {
+    /// Adds what another record says about the same path.
+    pub fn merge(&mut self, other: Entry) {
+        self.x = other.x.or(self.x);
+        self.y = other.y.or(self.y);
+        self.from = other.from.or(self.from.take());
+        self.untracked |= other.untracked;
+    }
+
     /// The original's classification (`pas-agent-format.md` §6): `?` untracked; `R` renamed;
     /// `C` added (a copy); `D` deleted; `A` added; anything else modified. An intent-to-add
-    /// entry (`git add -N`, Y = `A`) counts as added.
+    /// entry (`git add -N`, Y = `A`) counts as added. A file that is on disk but untracked is
+    /// untracked, whatever the index says (a staged deletion of a file that is still there).
     pub fn status(&self) -> FileStatus {
         let has = |c: char| self.x == Some(c) || self.y == Some(c);
-        if self.x == Some('?') {
+        if self.untracked {
             FileStatus::Untracked
         } else if has('R') {
             FileStatus::Renamed {
@@ -344,9 +356,10 @@ mod tests {
 
     fn entry(x: char, y: char) -> Entry {
         Entry {
-            x: (x != '.').then_some(x),
-            y: (y != '.').then_some(y),
+            x: (x != '.' && x != '?').then_some(x),
+            y: (y != '.' && y != '?').then_some(y),
             from: Some("old".into()),
+            untracked: x == '?',
         }
     }
 
@@ -363,6 +376,13 @@ mod tests {
         assert_eq!(entry('.', 'A').status(), FileStatus::Added);
         assert_eq!(entry('M', 'T').status(), FileStatus::Modified);
         assert_eq!(entry('U', 'U').status(), FileStatus::Modified);
+        // Staged deletion plus the file still on disk, in either order of arrival.
+        let mut a = entry('D', '.');
+        a.merge(entry('?', '?'));
+        let mut b = entry('?', '?');
+        b.merge(entry('D', '.'));
+        assert_eq!(a.status(), FileStatus::Untracked);
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -70,10 +70,11 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
     })
 }
 
-/// One side of a path's porcelain status, with a rename's source.
+/// One side of a path's porcelain status, with a rename's source, or an untracked file.
 enum Mark {
     X(char, Option<String>),
     Y(char),
+    Untracked,
 }
 
 fn to_string(b: &gix::bstr::BStr) -> String {
@@ -149,7 +150,7 @@ impl Native {
                             Some(gix::dir::entry::Kind::Repository) => path.push('/'),
                             _ => {}
                         }
-                        (path, Mark::X('?', None))
+                        (path, Mark::Untracked)
                     } else {
                         let letter = match summary {
                             Summary::Removed => 'D',
@@ -176,6 +177,7 @@ impl Native {
                     }
                 }
                 Mark::Y(letter) => entry.y = Some(letter),
+                Mark::Untracked => entry.untracked = true,
             }
             if detail == Detail::Dirty {
                 break;

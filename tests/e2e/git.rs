@@ -319,3 +319,30 @@ fn stale_detection_follows_the_original_and_closes_its_gaps() {
     );
     assert!(out.contains("    task: remaining changed"), "{out}");
 }
+
+#[test]
+fn a_staged_deletion_of_a_file_still_on_disk_is_untracked_every_time() {
+    let sb = Sandbox::repo();
+    sb.write("Cargo.lock", "hello\n");
+    sb.write("other.txt", "x\n");
+    // Enough tracked files that the parallel parts of the status take comparable time.
+    for i in 0..400 {
+        sb.write(&format!("src/m{}/f{i}.rs", i % 20), "fn f() {}\n");
+    }
+    sb.git(&["add", "."]);
+    sb.git(&["commit", "-qm", "lock"]);
+    sb.ok(&["init", "--task", "t"]);
+    sb.git(&["rm", "-q", "--cached", "Cargo.lock"]);
+    sb.git(&["rm", "-q", "--cached", "other.txt"]);
+    let want = json!([
+        {"path": "Cargo.lock", "status": "Untracked", "fingerprint": "a9bc80cca21f28b3"},
+        {"path": "other.txt", "status": "Untracked", "fingerprint": "08f0de07b58d2b17"},
+    ]);
+    let first = checkpoint_files(&sb, "cli", "cli");
+    assert_eq!(first, want);
+    // The in-process status reports the index deletion and the untracked file from parallel
+    // threads, in any order; the result must not depend on it.
+    for i in 0..15 {
+        assert_eq!(checkpoint_files(&sb, "gix", &format!("gix {i}")), first, "run {i}");
+    }
+}
