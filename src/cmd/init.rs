@@ -16,6 +16,11 @@ pub fn run(args: InitArgs) -> Result<i32> {
     let repo = git::discover(&cwd)?;
     let root = repo.as_ref().map_or_else(|| cwd.clone(), |r| r.top.clone());
     let project = Project::at(&root);
+    if args.nested && repo.is_some() {
+        crate::term::warn(
+            "--nested only applies outside git; inside a repository the session is at the top level of its work tree",
+        );
+    }
     if project.has_session() {
         return Err(Error::SessionExists {
             path: project.session_path(),

@@ -84,11 +84,11 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
     let mut lines = out.lines();
     let bare = lines.next() == Some("true");
     let inside_git_dir = lines.next() == Some("true");
-    if inside_git_dir {
-        return Ok(Found::InsideGitDir);
-    }
     if bare {
         return Ok(Found::Bare);
+    }
+    if inside_git_dir {
+        return Ok(Found::InsideGitDir);
     }
     match lines.next() {
         Some(top) if !top.is_empty() => Ok(Found::WorkTree {

@@ -92,11 +92,24 @@ enum Choice {
     Gix,
 }
 
+/// The backend asked for, read (and warned about) once per process.
 fn choice() -> Choice {
+    static CHOICE: std::sync::OnceLock<Choice> = std::sync::OnceLock::new();
+    *CHOICE.get_or_init(read_choice)
+}
+
+fn read_choice() -> Choice {
     match std::env::var(BACKEND_ENV).as_deref() {
         Ok("cli") => Choice::Cli,
         Ok("gix") => Choice::Gix,
-        _ => Choice::Auto,
+        Ok("") | Ok("auto") | Err(_) => Choice::Auto,
+        Ok(other) => {
+            crate::term::warn(&format!(
+                "{BACKEND_ENV}={} is not one of cli, gix, auto; using auto",
+                crate::term::clean(other)
+            ));
+            Choice::Auto
+        }
     }
 }
 

@@ -47,12 +47,12 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
         .git_dir()
         .canonicalize()
         .unwrap_or_else(|_| repo.git_dir().to_path_buf());
-    if dir.starts_with(&git_dir) {
-        return Ok(Found::InsideGitDir);
-    }
     let Some(workdir) = repo.workdir() else {
         return Ok(Found::Bare);
     };
+    if dir.starts_with(&git_dir) {
+        return Ok(Found::InsideGitDir);
+    }
     let top = workdir
         .canonicalize()
         .map_err(|e| err("resolving the work tree", e))?;

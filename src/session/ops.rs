@@ -186,7 +186,8 @@ pub fn add_checkpoint(
     session.checkpoints.len()
 }
 
-/// Finds a checkpoint by 1-based number, or by a suffix (at least 4 characters) of its id.
+/// Finds a checkpoint by 1-based number, or by the start or end (at least 4 characters) of its
+/// id.
 ///
 /// Errors: [`Error::Usage`] when nothing or more than one checkpoint matches.
 pub fn find_checkpoint<'a>(
@@ -219,14 +220,18 @@ pub fn find_checkpoint<'a>(
         .enumerate()
         .filter(|(_, c)| {
             let id = c.id.to_string();
-            id.ends_with(&wanted) || id.replace('-', "").ends_with(&wanted)
+            let plain = id.replace('-', "");
+            id.starts_with(&wanted)
+                || id.ends_with(&wanted)
+                || plain.starts_with(&wanted)
+                || plain.ends_with(&wanted)
         })
         .map(|(i, c)| (i + 1, c))
         .collect();
     match matches.as_slice() {
         [one] => Ok(*one),
         [] => Err(Error::Usage(format!(
-            "no checkpoint id ends with `{}` (see `pas-agent list`)",
+            "no checkpoint id starts or ends with `{}` (see `pas-agent list`)",
             crate::term::clean(selector)
         ))),
         _ => Err(Error::Usage(format!(

@@ -82,7 +82,11 @@ fn init_refuses_bare_repositories_and_git_directories() {
     sb.git(&["init", "-q", "--bare", "bare.git"]);
     let out = sb.run_in("bare.git", &["init", "--task", "t"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("bare"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bare git repository"),
+        "{}",
+        stderr(&out)
+    );
 
     let sb = Sandbox::repo();
     let out = sb.run_in(".git", &["init", "--task", "t"]);
@@ -625,4 +629,69 @@ fn prompts_on_a_terminal_and_before_taking_the_lock() {
         s["checkpoints"][0]["task_snapshot"]["next_action"],
         "written meanwhile"
     );
+}
+
+#[test]
+fn item_numbers_that_are_not_numbers_get_a_clear_message() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["update", "--remaining", "one"]);
+    for args in [
+        vec!["update", "--done", "one"],
+        vec!["update", "--done", "-1"],
+        vec!["update", "--resolve", "x"],
+        vec!["remove", "remaining", "first"],
+    ] {
+        let err = sb.fails(&args, 2);
+        assert!(
+            err.contains("expected an item number, as `pas-agent status` shows them"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn show_accepts_the_start_of_an_id() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["checkpoint", "one"]);
+    let id = sb.session()["checkpoints"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(sb.ok(&["show", &id[..8]]).contains("Checkpoint #1"));
+    assert!(sb.ok(&["show", &id]).contains("Checkpoint #1"));
+}
+
+#[test]
+fn bad_environment_values_are_warned_about_not_ignored() {
+    let sb = Sandbox::with_session();
+    let mut cmd = sb.cmd();
+    cmd.env("PAS_AGENT_LOCK_TIMEOUT_MS", "soon")
+        .env("PAS_AGENT_GIT", "libgit2")
+        .args(["update", "--next", "x"]);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("PAS_AGENT_LOCK_TIMEOUT_MS=soon is not a number"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("PAS_AGENT_GIT=libgit2 is not one of").count(),
+        1,
+        "once: {err}"
+    );
+}
+
+#[test]
+fn nested_inside_git_is_explained() {
+    let sb = Sandbox::repo();
+    std::fs::create_dir_all(sb.path("sub")).unwrap();
+    let out = sb.run_in("sub", &["init", "--task", "t", "--nested"]);
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("--nested only applies outside git"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(sb.path(".pas-agent/session.json").exists());
 }

@@ -1,5 +1,5 @@
 //! The examples in README.md and docs/*.md are run: every ```console block is a sequence of
-//! `$ command` lines, each followed by the stdout it must print. In expected output, `[..]`
+//! `$ command` lines, each followed by what it must print (stdout and stderr together). In expected output, `[..]`
 //! stands for any text within a line, and a line that is only `[..]` for any number of lines.
 //! Commands run with `sh -c` in a fresh git repository per document (one commit, `README.md`),
 //! with the built `pas-agent` first on PATH, and must exit 0.
@@ -104,7 +104,10 @@ fn run_document(path: &Path) -> usize {
                 .unwrap_or_default()
         );
         let mut sh = std::process::Command::new("sh");
-        sh.arg("-c").arg(&step.command).current_dir(&sb.work);
+        // What a person sees: stdout and stderr together.
+        sh.arg("-c")
+            .arg(format!("exec 2>&1\n{}", step.command))
+            .current_dir(&sb.work);
         for (k, v) in cmd.get_envs() {
             match v {
                 Some(v) => sh.env(k, v),

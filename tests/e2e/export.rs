@@ -461,3 +461,78 @@ fn long_lists_are_capped() {
             && !history.contains("— cp 1\n")
     );
 }
+
+#[test]
+fn marker_lines_in_a_code_example_are_documentation_not_a_block() {
+    let sb = Sandbox::with_session();
+    // Like this project's own README: the markers shown in a fenced example.
+    let doc = format!(
+        "# How it works\n\n```markdown\n{START}\n# PAS-Agent Session Context\n{END}\n```\n"
+    );
+    sb.write("AGENTS.md", &doc);
+    sb.git(&["add", "AGENTS.md"]);
+    sb.git(&["commit", "-qm", "docs"]);
+    sb.ok(&["checkpoint", "cp"]);
+    let out = sb.ok(&["export", "--to", "codex"]);
+    assert!(out.contains("Added a pas-agent block"), "{out}");
+    let text = sb.read("AGENTS.md");
+    assert!(text.starts_with(doc.trim_end()), "{text}");
+    assert_eq!(
+        text.matches(START).count(),
+        2,
+        "the example and the real block"
+    );
+    // Exporting again updates the real block only.
+    sb.ok(&["update", "--next", "n"]);
+    assert!(
+        sb.ok(&["export", "--to", "codex"])
+            .contains("Updated the pas-agent block")
+    );
+    assert!(sb.read("AGENTS.md").starts_with(doc.trim_end()));
+    // An edit inside the example is an edit of the user's text, seen by stale detection.
+    sb.ok(&["checkpoint", "cp2"]);
+    let edited =
+        sb.read("AGENTS.md")
+            .replacen("# PAS-Agent Session Context", "# Edited example", 1);
+    sb.write("AGENTS.md", edited);
+    assert!(sb.ok(&["status"]).contains("AGENTS.md (modified)"));
+}
+
+#[test]
+fn an_unclosed_code_fence_is_refused_rather_than_swallowing_the_block() {
+    let sb = Sandbox::with_session();
+    let doc = "# Rules\n\n```sh\nmake test\n";
+    sb.write("AGENTS.md", doc);
+    let err = sb.fails(&["export", "--to", "codex"], 6);
+    assert!(err.contains("never closed"), "{err}");
+    assert_eq!(sb.read("AGENTS.md"), doc);
+}
+
+#[test]
+fn output_dash_prints_the_block_and_writes_nothing() {
+    let sb = Sandbox::with_session();
+    let before = sb.bytes(".pas-agent/session.json");
+    let out = sb.ok(&["export", "--to", "codex", "-o", "-"]);
+    assert!(
+        out.starts_with(START) && out.ends_with(&format!("{END}\n")),
+        "{out}"
+    );
+    assert!(out.contains("Build the thing"));
+    assert!(!sb.path("-").exists() && !sb.path("AGENTS.md").exists());
+    assert_eq!(sb.bytes(".pas-agent/session.json"), before);
+}
+
+#[test]
+fn a_directory_as_output_is_named_as_such() {
+    let sb = Sandbox::with_session();
+    std::fs::create_dir_all(sb.path("somedir")).unwrap();
+    let err = sb.fails(&["export", "--to", "codex", "-o", "somedir"], 6);
+    assert!(err.contains("is a directory"), "{err}");
+}
+
+#[test]
+fn output_directories_are_created() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["export", "--to", "codex", "-o", "notes/deep/handoff.md"]);
+    assert!(sb.read("notes/deep/handoff.md").starts_with(START));
+}

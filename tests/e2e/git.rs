@@ -343,6 +343,10 @@ fn a_staged_deletion_of_a_file_still_on_disk_is_untracked_every_time() {
     // The in-process status reports the index deletion and the untracked file from parallel
     // threads, in any order; the result must not depend on it.
     for i in 0..15 {
-        assert_eq!(checkpoint_files(&sb, "gix", &format!("gix {i}")), first, "run {i}");
+        assert_eq!(
+            checkpoint_files(&sb, "gix", &format!("gix {i}")),
+            first,
+            "run {i}"
+        );
     }
 }

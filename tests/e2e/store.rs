@@ -330,7 +330,7 @@ fn a_held_lock_times_out_writers_with_exit_4_but_never_readers() {
     let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("locked by another pas-agent process"),
+        stderr(&out).contains("locked by another process"),
         "{}",
         stderr(&out)
     );
