@@ -62,7 +62,11 @@ impl Stale {
                 if r == 1 { "" } else { "s" }
             )
         } else {
-            "task updated".to_string()
+            // Only the task moved: worth knowing, not worth a warning sign.
+            return format!(
+                "Task updated since the last checkpoint ({}); `pas-agent checkpoint` records it",
+                crate::display::minute(&self.since)
+            );
         };
         format!(
             "⚠ {what} since the last checkpoint ({}); run `pas-agent checkpoint` to record the current state",

@@ -20,6 +20,13 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         Detail::Dirty
     };
     let (repo, tree) = live(&project, detail);
+    if args.output.as_deref() == Some(std::path::Path::new("-")) {
+        // The block alone, on stdout: nothing is written, so no lock is needed.
+        let session = project.load()?;
+        let (content, _) = export::content(&session, tree.as_ref(), repo.as_ref());
+        crate::term::print(&export::block::make_block(&content, "\n"))?;
+        return Ok(0);
+    }
     let target = Target::new(&project, agent, args.output.as_deref(), &cwd);
     let report = export::export(&project, &target, args.force, tree.as_ref(), repo.as_ref())?;
     print_report(agent, &report, &cwd)

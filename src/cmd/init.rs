@@ -16,6 +16,11 @@ pub fn run(args: InitArgs) -> Result<i32> {
     let repo = git::discover(&cwd)?;
     let root = repo.as_ref().map_or_else(|| cwd.clone(), |r| r.top.clone());
     let project = Project::at(&root);
+    if args.nested && repo.is_some() {
+        crate::term::warn(
+            "--nested only applies outside git; inside a repository the session is at the top level of its work tree",
+        );
+    }
     if project.has_session() {
         return Err(Error::SessionExists {
             path: project.session_path(),
@@ -47,13 +52,9 @@ pub fn run(args: InitArgs) -> Result<i32> {
         .filter(|n| !n.is_empty())
         .or_else(|| root.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "unknown".into());
-    let tree = repo.as_ref().and_then(|r| match r.status(Detail::Dirty) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            crate::term::warn(&format!("{e}; the session starts without git data"));
-            None
-        }
-    });
+    let tree = repo
+        .as_ref()
+        .and_then(|r| r.status_or_warn(Detail::Dirty, "the session starts without git data"));
     let mut session = ops::new_session(name, task, Utc::now());
     session.git = tree.as_ref().map(|t| t.git_ref());
     project.create(&session)?;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::model::{Checkpoint, ListKind, SCHEMA_VERSION, Session, TaskState};
+use super::model::{Checkpoint, GitRef, ListKind, SCHEMA_VERSION, Session, TaskState};
 use crate::error::{Error, Result};
 use crate::git::WorkTree;
 
@@ -76,9 +76,7 @@ pub fn check_numbers(task: &TaskState, kind: ListKind, numbers: &[usize]) -> Res
 pub fn apply_update(task: &mut TaskState, update: &Update) -> Result<()> {
     let done = check_numbers(task, ListKind::Remaining, &update.done)?;
     let resolve = check_numbers(task, ListKind::Blockers, &update.resolve)?;
-    if let Some(t) = &update.task
-        && t.trim().is_empty()
-    {
+    if update.task.as_ref().is_some_and(|t| t.trim().is_empty()) {
         return Err(Error::Usage(
             "the task description cannot be empty; nothing was changed".into(),
         ));
@@ -151,6 +149,20 @@ pub fn remove_items(
     Ok(removed)
 }
 
+/// Replaces `session.git` with a fresh capture, keeping any fields of the old value that this
+/// build does not know (a newer writer's additions survive a refresh).
+pub fn set_git(session: &mut Session, git: Option<GitRef>) {
+    session.git = match (session.git.take(), git) {
+        (Some(old), Some(mut new)) => {
+            for (k, v) in old.extra {
+                new.extra.entry(k).or_insert(v);
+            }
+            Some(new)
+        }
+        (_, new) => new,
+    };
+}
+
 /// Appends a checkpoint of the current task and `tree` (`None` outside git), refreshes
 /// `session.git`, sets `updated_at`, and returns the checkpoint's 1-based number.
 pub fn add_checkpoint(
@@ -160,7 +172,7 @@ pub fn add_checkpoint(
     now: DateTime<Utc>,
 ) -> usize {
     let git = tree.map(WorkTree::git_ref);
-    session.git = git.clone();
+    set_git(session, git.clone());
     session.checkpoints.push(Checkpoint {
         id: Uuid::new_v4(),
         timestamp: now,
@@ -174,7 +186,8 @@ pub fn add_checkpoint(
     session.checkpoints.len()
 }
 
-/// Finds a checkpoint by 1-based number, or by a suffix (at least 4 characters) of its id.
+/// Finds a checkpoint by 1-based number, or by the start or end (at least 4 characters) of its
+/// id.
 ///
 /// Errors: [`Error::Usage`] when nothing or more than one checkpoint matches.
 pub fn find_checkpoint<'a>(
@@ -207,14 +220,18 @@ pub fn find_checkpoint<'a>(
         .enumerate()
         .filter(|(_, c)| {
             let id = c.id.to_string();
-            id.ends_with(&wanted) || id.replace('-', "").ends_with(&wanted)
+            let plain = id.replace('-', "");
+            id.starts_with(&wanted)
+                || id.ends_with(&wanted)
+                || plain.starts_with(&wanted)
+                || plain.ends_with(&wanted)
         })
         .map(|(i, c)| (i + 1, c))
         .collect();
     match matches.as_slice() {
         [one] => Ok(*one),
         [] => Err(Error::Usage(format!(
-            "no checkpoint id ends with `{}` (see `pas-agent list`)",
+            "no checkpoint id starts or ends with `{}` (see `pas-agent list`)",
             crate::term::clean(selector)
         ))),
         _ => Err(Error::Usage(format!(

@@ -176,10 +176,17 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
         found,
         supported: SCHEMA_VERSION,
     };
-    match serde_json::from_str::<Session>(text) {
+    let mut de = serde_json::Deserializer::from_str(text);
+    // The error carries the path of the field being read (`task.remaining[0]`).
+    let parsed: std::result::Result<Session, (String, serde_json::Error)> =
+        match serde_path_to_error::deserialize::<_, Session>(&mut de) {
+            Ok(s) => de.end().map(|()| s).map_err(|e| (String::new(), e)),
+            Err(e) => Err((e.path().to_string(), e.into_inner())),
+        };
+    match parsed {
         Ok(s) if s.schema_version > SCHEMA_VERSION => Err(unsupported(s.schema_version.into())),
         Ok(s) => Ok(s),
-        Err(e) => {
+        Err((path, e)) => {
             #[derive(Deserialize)]
             struct Probe {
                 #[serde(default)]
@@ -196,7 +203,15 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
             } else {
                 ""
             };
-            Err(damaged(format!("not a valid session file: {e}{hint}")))
+            // Name the field when the JSON is well formed but a value is wrong.
+            let field = if e.is_data() && !path.is_empty() && path != "." {
+                format!("field `{path}`: ")
+            } else {
+                String::new()
+            };
+            Err(damaged(format!(
+                "not a valid session file: {field}{e}{hint}"
+            )))
         }
     }
 }
@@ -244,6 +259,16 @@ mod tests {
         let text = minimal().replace(r#""project_name":"p""#, r#""project_name":5"#);
         let err = parse(&p(), text.as_bytes()).unwrap_err().to_string();
         assert!(err.contains("line 1 column"), "{err}");
+    }
+
+    #[test]
+    fn wrong_values_name_their_field() {
+        let text = minimal().replace("2026-09-17T04:30:00Z", "yesterday");
+        let err = parse(&p(), text.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("field `created_at`"), "{err}");
+        let text = minimal().replace(r#""task":{}"#, r#""task":{"remaining":[1]}"#);
+        let err = parse(&p(), text.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("field `task.remaining[0]`"), "{err}");
     }
 
     #[test]

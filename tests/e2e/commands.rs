@@ -82,7 +82,11 @@ fn init_refuses_bare_repositories_and_git_directories() {
     sb.git(&["init", "-q", "--bare", "bare.git"]);
     let out = sb.run_in("bare.git", &["init", "--task", "t"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("bare"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bare git repository"),
+        "{}",
+        stderr(&out)
+    );
 
     let sb = Sandbox::repo();
     let out = sb.run_in(".git", &["init", "--task", "t"]);
@@ -523,4 +527,171 @@ fn output_to_a_closed_pipe_is_not_a_crash() {
     let out = child.wait_with_output().unwrap();
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     assert!(out.status.code().is_some_and(|c| c == 0));
+}
+
+/// Runs pas-agent under `script(1)`, which gives it a terminal. Once `prompt` shows up in its
+/// output, runs `meanwhile`, then types `answer`.
+fn with_terminal(
+    sb: &Sandbox,
+    args: &str,
+    prompt: &str,
+    meanwhile: impl FnOnce(),
+    answer: &str,
+) -> (std::process::ExitStatus, String) {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let mut cmd = std::process::Command::new("script");
+    let bin = crate::common::bin();
+    cmd.args([
+        "-q",
+        "-e",
+        "-c",
+        &format!("{} {args}", bin.display()),
+        "/dev/null",
+    ])
+    .current_dir(&sb.work)
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null());
+    for (k, v) in sb.cmd().get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let mut child = cmd.spawn().expect("script(1) from util-linux");
+    let seen = Arc::new(Mutex::new(String::new()));
+    let mut out = child.stdout.take().unwrap();
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen.lock().unwrap().contains(prompt) {
+        assert!(
+            Instant::now() < deadline,
+            "no {prompt:?} in {:?}",
+            seen.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    meanwhile();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(answer.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    let text = seen.lock().unwrap().clone();
+    (status, text)
+}
+
+#[test]
+fn prompts_on_a_terminal_and_before_taking_the_lock() {
+    let sb = Sandbox::repo();
+    let (status, out) = with_terminal(&sb, "init", "Task description:", || {}, "Typed task\n");
+    assert!(status.success(), "{out}");
+    assert_eq!(sb.session()["task"]["description"], "Typed task");
+
+    // While `checkpoint` waits for its message, other writers are not blocked (the original
+    // held the lock during the prompt).
+    let (status, out) = with_terminal(
+        &sb,
+        "checkpoint",
+        "Checkpoint message:",
+        || {
+            let mut cmd = sb.cmd();
+            cmd.env("PAS_AGENT_LOCK_TIMEOUT_MS", "200").args([
+                "update",
+                "--next",
+                "written meanwhile",
+            ]);
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+        },
+        "Typed message\n",
+    );
+    assert!(status.success(), "{out}");
+    let s = sb.session();
+    assert_eq!(s["checkpoints"][0]["message"], "Typed message");
+    assert_eq!(s["task"]["next_action"], "written meanwhile");
+    assert_eq!(
+        s["checkpoints"][0]["task_snapshot"]["next_action"],
+        "written meanwhile"
+    );
+}
+
+#[test]
+fn item_numbers_that_are_not_numbers_get_a_clear_message() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["update", "--remaining", "one"]);
+    for args in [
+        vec!["update", "--done", "one"],
+        vec!["update", "--done", "-1"],
+        vec!["update", "--resolve", "x"],
+        vec!["remove", "remaining", "first"],
+    ] {
+        let err = sb.fails(&args, 2);
+        assert!(
+            err.contains("expected an item number, as `pas-agent status` shows them"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn show_accepts_the_start_of_an_id() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["checkpoint", "one"]);
+    let id = sb.session()["checkpoints"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(sb.ok(&["show", &id[..8]]).contains("Checkpoint #1"));
+    assert!(sb.ok(&["show", &id]).contains("Checkpoint #1"));
+}
+
+#[test]
+fn bad_environment_values_are_warned_about_not_ignored() {
+    let sb = Sandbox::with_session();
+    let mut cmd = sb.cmd();
+    cmd.env("PAS_AGENT_LOCK_TIMEOUT_MS", "soon")
+        .env("PAS_AGENT_GIT", "libgit2")
+        .args(["update", "--next", "x"]);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("PAS_AGENT_LOCK_TIMEOUT_MS=soon is not a number"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("PAS_AGENT_GIT=libgit2 is not one of").count(),
+        1,
+        "once: {err}"
+    );
+}
+
+#[test]
+fn nested_inside_git_is_explained() {
+    let sb = Sandbox::repo();
+    std::fs::create_dir_all(sb.path("sub")).unwrap();
+    let out = sb.run_in("sub", &["init", "--task", "t", "--nested"]);
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("--nested only applies outside git"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(sb.path(".pas-agent/session.json").exists());
 }

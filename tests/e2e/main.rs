@@ -5,6 +5,11 @@ mod common;
 
 mod agents;
 mod commands;
+mod docs;
+mod export;
+mod git;
 mod launcher;
 mod launcher_support;
 mod mock_model;
+mod run;
+mod store;
