@@ -382,6 +382,39 @@ fn a_killed_launcher_leaves_a_running_record_that_the_next_command_abandons() {
 }
 
 #[test]
+fn a_killed_pty_launcher_takes_its_agent_down_and_is_abandoned() {
+    let sb = Sandbox::with_session();
+    let agent_pid = sb.tmp.path().join("agent-pid");
+    sb.stand_in(
+        "sleeper",
+        &format!(
+            "echo $$ > {}\necho ready\nexec sleep 600",
+            agent_pid.display()
+        ),
+    );
+    let t = Tmux::start(&sb, &["run", "--", "sleeper"], 80, 24);
+    t.wait_screen("ready");
+    let launcher = running_launcher(&sb);
+    let agent: i32 = wait_for("the agent's pid", || read(&agent_pid).trim().parse().ok());
+    kill(launcher, SIGKILL);
+    // The pty's master closed with the launcher: the kernel hangs up the agent's session.
+    wait_for("the agent to be hung up", || (!alive(agent)).then_some(()));
+    assert_eq!(last_run(&sb)["state"], "running");
+    let out = sb.run(&["runs", "--json"]);
+    assert!(
+        stderr(&out).contains("was marked abandoned"),
+        "{}",
+        stderr(&out)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["runs"][0]["state"], "abandoned");
+    assert!(
+        v["runs"][0]["capture"].is_string(),
+        "the capture so far is kept"
+    );
+}
+
+#[test]
 fn a_live_run_is_left_alone_and_a_second_run_warns_of_sharing() {
     let sb = Sandbox::with_session();
     let release = sb.tmp.path().join("release");
