@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::process::{Liveness, liveness};
 use super::record::{self, GitOutcome};
 use super::registry::Registry;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::git;
 use crate::session::Project;
 use crate::session::model::{Run, RunState};
@@ -100,6 +100,13 @@ pub fn here(cwd: &std::path::Path) {
     };
     match project(&found) {
         Ok(closed) => report(&closed),
+        // The command itself loads the session next and reports these, once.
+        Err(
+            Error::Damaged { .. }
+            | Error::Unsupported { .. }
+            | Error::NoSession { .. }
+            | Error::Locked { .. },
+        ) => {}
         Err(e) => crate::term::warn(&format!("could not check for abandoned runs: {e}")),
     }
 }
