@@ -302,13 +302,15 @@ mod tests {
             };
             for p in NASTY {
                 let script = render(shell, Path::new(p), &commands()).unwrap();
-                let lines: Vec<&str> = script
-                    .lines()
-                    .filter(|l| l.contains(assignment))
-                    .collect();
+                let lines: Vec<&str> = script.lines().filter(|l| l.contains(assignment)).collect();
                 assert_eq!(lines.len(), 1, "{}: {p}", shell.name());
                 let want = format!("{assignment}{}", shell.quote(p));
-                assert!(lines[0].trim_start().ends_with(&want), "{}: {}", shell.name(), lines[0]);
+                assert!(
+                    lines[0].trim_start().ends_with(&want),
+                    "{}: {}",
+                    shell.name(),
+                    lines[0]
+                );
             }
         }
     }
@@ -376,7 +378,10 @@ mod tests {
             "$x = 'unterminated\n",
             "& $global:x run $Name '--' @Arguments)\n",
         ] {
-            assert!(!powershell_errors(broken).is_empty(), "not caught: {broken}");
+            assert!(
+                !powershell_errors(broken).is_empty(),
+                "not caught: {broken}"
+            );
         }
         assert!(powershell_errors("& 'C:\\x y\\p.exe' prompt\n").is_empty());
     }

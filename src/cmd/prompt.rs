@@ -339,9 +339,15 @@ mod tests {
             run_json("claude-code", "running")
         ]))
         .unwrap();
-        assert_eq!(segment(&s, false, 32), "Build the thing 3/5 · claude-code running");
+        assert_eq!(
+            segment(&s, false, 32),
+            "Build the thing 3/5 · claude-code running"
+        );
         s.runs[0].state = RunState::Running;
-        assert_eq!(segment(&s, false, 32), "Build the thing 3/5 · 2 agents running");
+        assert_eq!(
+            segment(&s, false, 32),
+            "Build the thing 3/5 · 2 agents running"
+        );
     }
 
     #[test]
@@ -352,7 +358,10 @@ mod tests {
         let seg = segment(&s, false, 20);
         assert_eq!(seg.chars().count(), 20, "{seg}");
         assert!(seg.ends_with('…'));
-        assert!(!seg.chars().any(|c| c.is_control() || c == '\u{202e}'), "{seg:?}");
+        assert!(
+            !seg.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{seg:?}"
+        );
         assert!(seg.starts_with("Fix ?[2J the login"), "{seg}");
         let empty = session(r#"{"task":{}}"#);
         assert_eq!(segment(&empty, false, 32), "proj");
@@ -405,7 +414,10 @@ mod tests {
         let mut s = s;
         s.task.remaining.push("more".into());
         assert!(is_stale(&s, None));
-        assert!(!is_stale(&session(r#"{"task":{}}"#), None), "no checkpoint, not stale");
+        assert!(
+            !is_stale(&session(r#"{"task":{}}"#), None),
+            "no checkpoint, not stale"
+        );
     }
 
     #[test]

@@ -70,7 +70,10 @@ pub fn shell(sb: &Sandbox, program: &str, args: &[&str], body: &str) -> Output {
 pub fn clean_stderr(out: &Output) -> String {
     stderr(out)
         .lines()
-        .filter(|l| !l.contains("no job control in this shell") && !l.contains("cannot set terminal process group"))
+        .filter(|l| {
+            !l.contains("no job control in this shell")
+                && !l.contains("cannot set terminal process group")
+        })
         .map(|l| format!("{l}\n"))
         .collect()
 }
@@ -90,8 +93,20 @@ pub fn quiet_success(out: &Output) -> String {
 
 const BASH_STRICT: &[&str] = &["--norc", "--noprofile", "-i", "-euo", "pipefail"];
 const ZSH_STRICT: &[&str] = &[
-    "-f", "-i", "-o", "no_unset", "-o", "err_exit", "-o", "pipefail", "-o", "ksh_arrays", "-o",
-    "sh_word_split", "-o", "warn_create_global",
+    "-f",
+    "-i",
+    "-o",
+    "no_unset",
+    "-o",
+    "err_exit",
+    "-o",
+    "pipefail",
+    "-o",
+    "ksh_arrays",
+    "-o",
+    "sh_word_split",
+    "-o",
+    "warn_create_global",
 ];
 const FISH: &[&str] = &["--no-config", "-i"];
 
@@ -125,7 +140,10 @@ fn hook_prints_one_script_per_shell() {
         let script = hook(&sb, shell);
         assert!(script.contains(marker), "{shell}");
         let quoted_bin = crate::common::bin().to_string_lossy().into_owned();
-        assert!(script.contains(&quoted_bin), "{shell}: the binary's path is baked in");
+        assert!(
+            script.contains(&quoted_bin),
+            "{shell}: the binary's path is baked in"
+        );
     }
     let err = sb.fails(&["hook", "tcsh"], 2);
     assert!(err.contains("bash") && err.contains("powershell"), "{err}");
@@ -139,7 +157,10 @@ fn rendered_scripts_pass_the_shells_own_syntax_checks_and_shellcheck() {
         ("bash", vec!["bash", "-n"]),
         ("zsh", vec!["zsh", "-n"]),
         ("fish", vec!["fish", "--no-execute"]),
-        ("bash", vec!["shellcheck", "--shell=bash", "--severity=style"]),
+        (
+            "bash",
+            vec!["shellcheck", "--shell=bash", "--severity=style"],
+        ),
     ] {
         let file = dir.join(format!("hook.{shell}"));
         std::fs::write(&file, hook(&sb, shell)).unwrap();
@@ -162,8 +183,14 @@ fn bash_sources_silently_under_strict_options_and_registers_once() {
     let sb = Sandbox::with_session();
     // Each preset PROMPT_COMMAND, then what it must be after two loads.
     let cases: &[(&str, &str)] = &[
-        ("unset PROMPT_COMMAND", r#"declare -- PROMPT_COMMAND="__pas_agent_precmd \"\$_\"""#),
-        ("PROMPT_COMMAND=''", r#"declare -- PROMPT_COMMAND="__pas_agent_precmd \"\$_\"""#),
+        (
+            "unset PROMPT_COMMAND",
+            r#"declare -- PROMPT_COMMAND="__pas_agent_precmd \"\$_\"""#,
+        ),
+        (
+            "PROMPT_COMMAND=''",
+            r#"declare -- PROMPT_COMMAND="__pas_agent_precmd \"\$_\"""#,
+        ),
         (
             "PROMPT_COMMAND='history -a'",
             r#"declare -- PROMPT_COMMAND="__pas_agent_precmd \"\$_\";history -a""#,
@@ -184,7 +211,11 @@ fn bash_sources_silently_under_strict_options_and_registers_once() {
         let out = quiet_success(&shell(&sb, "bash", BASH_STRICT, &body));
         let mut lines = out.lines();
         assert_eq!(lines.next(), Some(*want), "after `{preset}`");
-        assert_eq!(lines.collect::<Vec<_>>(), ["function"; 4], "after `{preset}`");
+        assert_eq!(
+            lines.collect::<Vec<_>>(),
+            ["function"; 4],
+            "after `{preset}`"
+        );
     }
 }
 
@@ -272,7 +303,11 @@ fn fish_sources_silently_and_registers_one_handler() {
     let out = quiet_success(&shell(&sb, "fish", FISH, body));
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
-        ["fish_prompt __pas_agent_precmd", "wrapped", "prompt: Build the thing"]
+        [
+            "fish_prompt __pas_agent_precmd",
+            "wrapped",
+            "prompt: Build the thing"
+        ]
     );
 }
 
@@ -286,8 +321,16 @@ fn nothing_is_installed_in_non_interactive_shells_or_inside_an_agent_run() {
     let fish_check = "printf '%s\\n' $PAS_HOOK | source\n\
                       if functions -q claude; or functions -q __pas_agent_precmd; echo installed; end";
     let runs = [
-        ("bash", vec!["--norc", "--noprofile", "-euo", "pipefail"], bash_check),
-        ("zsh", vec!["-f", "-o", "no_unset", "-o", "err_exit"], zsh_check),
+        (
+            "bash",
+            vec!["--norc", "--noprofile", "-euo", "pipefail"],
+            bash_check,
+        ),
+        (
+            "zsh",
+            vec!["-f", "-o", "no_unset", "-o", "err_exit"],
+            zsh_check,
+        ),
         ("fish", vec!["--no-config"], fish_check),
     ];
     for (program, args, check) in &runs {
@@ -303,7 +346,11 @@ fn nothing_is_installed_in_non_interactive_shells_or_inside_an_agent_run() {
             .args(*args)
             .arg("-c")
             .arg(check);
-        assert_eq!(quiet_success(&cmd.output().unwrap()), "", "{program}, inside a run");
+        assert_eq!(
+            quiet_success(&cmd.output().unwrap()),
+            "",
+            "{program}, inside a run"
+        );
     }
 }
 
@@ -322,9 +369,21 @@ fn a_binary_under_an_awkward_path_is_quoted_for_every_shell() {
     let sb = Sandbox::with_session();
     let dir = sb.tmp.path().join("it's a $HOME `x` \"dir\" \\ ; *");
     for (program, args, body) in [
-        ("bash", BASH_STRICT, "eval \"$PAS_HOOK\"; __pas_agent_precmd; printf '%s\\n' \"$__pas_agent_bin\" \"$PAS_AGENT_PROMPT\""),
-        ("zsh", ZSH_STRICT, "eval \"$PAS_HOOK\"; __pas_agent_precmd; printf '%s\\n' \"$__pas_agent_bin\" \"$PAS_AGENT_PROMPT\""),
-        ("fish", FISH, "printf '%s\\n' $PAS_HOOK | source; emit fish_prompt; printf '%s\\n' $__pas_agent_bin $PAS_AGENT_PROMPT"),
+        (
+            "bash",
+            BASH_STRICT,
+            "eval \"$PAS_HOOK\"; __pas_agent_precmd; printf '%s\\n' \"$__pas_agent_bin\" \"$PAS_AGENT_PROMPT\"",
+        ),
+        (
+            "zsh",
+            ZSH_STRICT,
+            "eval \"$PAS_HOOK\"; __pas_agent_precmd; printf '%s\\n' \"$__pas_agent_bin\" \"$PAS_AGENT_PROMPT\"",
+        ),
+        (
+            "fish",
+            FISH,
+            "printf '%s\\n' $PAS_HOOK | source; emit fish_prompt; printf '%s\\n' $__pas_agent_bin $PAS_AGENT_PROMPT",
+        ),
     ] {
         let (copy, script) = hook_from_copy(&sb, &dir, program);
         let mut cmd = isolated(&sb, &require(program));
@@ -345,9 +404,21 @@ fn a_vanished_binary_is_reported_once_and_the_shell_keeps_working() {
     let sb = Sandbox::with_session();
     sb.stand_in("codex", "echo \"stand-in codex $*\"; exit 4");
     for (program, args, body) in [
-        ("bash", BASH_STRICT, "eval \"$PAS_HOOK\"; rm -- \"$__pas_agent_bin\"\n__pas_agent_precmd; __pas_agent_precmd\nset +e; codex --direct; echo \"status $?\"; echo \"prompt ${PAS_AGENT_PROMPT-unset}\""),
-        ("zsh", ZSH_STRICT, "eval \"$PAS_HOOK\"; rm -- \"$__pas_agent_bin\"\n__pas_agent_precmd; __pas_agent_precmd\nsetopt no_err_exit; codex --direct; echo \"status $?\"; echo \"prompt ${PAS_AGENT_PROMPT-unset}\""),
-        ("fish", FISH, "printf '%s\\n' $PAS_HOOK | source; rm -- $__pas_agent_bin\nemit fish_prompt; emit fish_prompt\ncodex --direct; echo \"status $status\"; set -q PAS_AGENT_PROMPT; or echo 'prompt unset'"),
+        (
+            "bash",
+            BASH_STRICT,
+            "eval \"$PAS_HOOK\"; rm -- \"$__pas_agent_bin\"\n__pas_agent_precmd; __pas_agent_precmd\nset +e; codex --direct; echo \"status $?\"; echo \"prompt ${PAS_AGENT_PROMPT-unset}\"",
+        ),
+        (
+            "zsh",
+            ZSH_STRICT,
+            "eval \"$PAS_HOOK\"; rm -- \"$__pas_agent_bin\"\n__pas_agent_precmd; __pas_agent_precmd\nsetopt no_err_exit; codex --direct; echo \"status $?\"; echo \"prompt ${PAS_AGENT_PROMPT-unset}\"",
+        ),
+        (
+            "fish",
+            FISH,
+            "printf '%s\\n' $PAS_HOOK | source; rm -- $__pas_agent_bin\nemit fish_prompt; emit fish_prompt\ncodex --direct; echo \"status $status\"; set -q PAS_AGENT_PROMPT; or echo 'prompt unset'",
+        ),
     ] {
         let dir = sb.tmp.path().join(format!("gone-{program}"));
         let (_, script) = hook_from_copy(&sb, &dir, program);
@@ -363,7 +434,10 @@ fn a_vanished_binary_is_reported_once_and_the_shell_keeps_working() {
         );
         assert!(out.status.success(), "{program}");
     }
-    assert!(sb.session().get("runs").is_none(), "nothing went through the launcher");
+    assert!(
+        sb.session().get("runs").is_none(),
+        "nothing went through the launcher"
+    );
 }
 
 #[test]
@@ -408,7 +482,10 @@ fn prompt(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> String {
     let mut cmd = isolated(sb, &crate::common::bin());
     cmd.args(args).envs(env.iter().copied());
     let out = cmd.output().unwrap();
-    assert!(out.status.success() && stderr(&out).is_empty(), "{args:?}: {out:?}");
+    assert!(
+        out.status.success() && stderr(&out).is_empty(),
+        "{args:?}: {out:?}"
+    );
     stdout(&out)
 }
 
@@ -416,32 +493,59 @@ fn prompt(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> String {
 fn prompt_prints_nothing_outside_a_session_and_a_marker_for_a_damaged_one() {
     let sb = Sandbox::repo();
     assert_eq!(prompt(&sb, &["prompt"], &[]), "");
-    assert_eq!(prompt(&sb, &["prompt", "--hook", "77", "--notice"], &[]), "");
+    assert_eq!(
+        prompt(&sb, &["prompt", "--hook", "77", "--notice"], &[]),
+        ""
+    );
     sb.ok(&["init", "--task", "t"]);
     sb.write(".pas-agent/session.json", "{\"id\": \u{1b}[2J");
     assert_eq!(prompt(&sb, &["prompt"], &[]), "session damaged\n");
     sb.write(".pas-agent/session.json", r#"{"schema_version": 9}"#);
-    assert_eq!(prompt(&sb, &["prompt"], &[]), "session from a newer pas-agent\n");
+    assert_eq!(
+        prompt(&sb, &["prompt"], &[]),
+        "session from a newer pas-agent\n"
+    );
     let out = prompt(&sb, &["prompt", "--hook", "77", "--notice"], &[]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "session from a newer pas-agent");
     assert!(lines[1].contains("cannot be read"), "{out}");
-    assert_eq!(lines[3..], [sb.path(".pas-agent/session.json").to_str().unwrap()]);
+    assert_eq!(
+        lines[3..],
+        [sb.path(".pas-agent/session.json").to_str().unwrap()]
+    );
 }
 
 #[test]
 fn prompt_shows_progress_stale_mark_and_live_run_without_taking_the_lock() {
     let sb = Sandbox::with_session();
-    sb.ok(&["update", "--completed", "a", "--remaining", "b", "--remaining", "c"]);
+    sb.ok(&[
+        "update",
+        "--completed",
+        "a",
+        "--remaining",
+        "b",
+        "--remaining",
+        "c",
+    ]);
     assert_eq!(prompt(&sb, &["prompt"], &[]), "Build the thing 1/3\n");
     sb.ok(&["checkpoint", "here"]);
     assert_eq!(prompt(&sb, &["prompt"], &[]), "Build the thing 1/3\n");
     sb.git(&["commit", "-q", "--allow-empty", "-m", "moved on"]);
-    assert_eq!(prompt(&sb, &["prompt"], &[]), "Build the thing 1/3 · stale\n");
+    assert_eq!(
+        prompt(&sb, &["prompt"], &[]),
+        "Build the thing 1/3 · stale\n"
+    );
     sb.ok(&["checkpoint", "again"]);
-    assert_eq!(prompt(&sb, &["prompt", "--width", "9"], &[]), "Build th… 1/3\n");
+    assert_eq!(
+        prompt(&sb, &["prompt", "--width", "9"], &[]),
+        "Build th… 1/3\n"
+    );
     sb.ok(&["update", "--next", "more"]);
-    assert_eq!(prompt(&sb, &["prompt"], &[]), "Build the thing 1/3 · stale\n", "task moved on");
+    assert_eq!(
+        prompt(&sb, &["prompt"], &[]),
+        "Build the thing 1/3 · stale\n",
+        "task moved on"
+    );
     sb.ok(&["checkpoint", "third"]);
     // A run the launcher is in the middle of, while another process holds the session lock.
     let mut s = sb.session();
@@ -449,7 +553,10 @@ fn prompt_shows_progress_stale_mark_and_live_run_without_taking_the_lock() {
         "id": "8d1f4f43-8c43-4c43-8c43-8c438c438c43", "agent": "codex", "argv": ["codex"],
         "cwd": sb.work.to_str().unwrap(), "state": "running", "started_at": "2026-09-17T04:30:00Z"
     }]);
-    sb.write(".pas-agent/session.json", serde_json::to_vec_pretty(&s).unwrap());
+    sb.write(
+        ".pas-agent/session.json",
+        serde_json::to_vec_pretty(&s).unwrap(),
+    );
     let locked = sb.tmp.path().join("locked");
     let holder = Command::new(require("flock"))
         .arg(sb.path(".pas-agent/session.lock"))
@@ -460,7 +567,10 @@ fn prompt_shows_progress_stale_mark_and_live_run_without_taking_the_lock() {
     while !locked.exists() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert_eq!(prompt(&sb, &["prompt"], &[]), "Build the thing 1/3 · codex running\n");
+    assert_eq!(
+        prompt(&sb, &["prompt"], &[]),
+        "Build the thing 1/3 · codex running\n"
+    );
 }
 
 struct KillOnDrop(std::process::Child);
@@ -487,9 +597,17 @@ fn prompt_hook_protocol_stamps_the_newest_watched_file() {
     let stamp = PathBuf::from(lines[2]);
     assert_eq!(stamp, sb.home.join("run/pas-agent/prompt/4242"));
     let session = sb.path(".pas-agent/session.json");
-    assert_eq!(lines[3..], [session.to_str().unwrap()], "no checkpoint: only the session");
+    assert_eq!(
+        lines[3..],
+        [session.to_str().unwrap()],
+        "no checkpoint: only the session"
+    );
     assert_eq!(mtime(&stamp), mtime(&session));
-    let notice_off = prompt(&sb, &["prompt", "--hook", "4242", "--notice"], &[("PAS_AGENT_NOTICE", "0")]);
+    let notice_off = prompt(
+        &sb,
+        &["prompt", "--hook", "4242", "--notice"],
+        &[("PAS_AGENT_NOTICE", "0")],
+    );
     assert_eq!(notice_off.lines().nth(1), Some(""), "PAS_AGENT_NOTICE=0");
 
     // With a checkpoint the prompt depends on HEAD: git's files are watched too.
@@ -526,8 +644,17 @@ fn stamps_of_exited_shells_are_removed_when_a_new_shell_starts() {
         std::fs::write(dir.join(name), "").unwrap();
     }
     let mut cmd = isolated(&sb, &crate::common::bin());
-    assert!(cmd.args(["prompt", "--hook", "1"]).output().unwrap().status.success());
-    assert!(!dir.join(gone_pid.to_string()).exists(), "stamp of an exited shell");
+    assert!(
+        cmd.args(["prompt", "--hook", "1"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    assert!(
+        !dir.join(gone_pid.to_string()).exists(),
+        "stamp of an exited shell"
+    );
     assert!(dir.join(alive.to_string()).exists() && dir.join("notes").exists());
     assert!(dir.join("1").exists());
 }

@@ -5,3 +5,4 @@ mod common;
 
 mod commands;
 mod hooks;
+mod hooks_tmux;
