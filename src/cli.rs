@@ -31,6 +31,8 @@ pub struct Cli {
 }
 
 /// The commands.
+// Parsed once per process: the size difference between variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start a session for this project (the git work tree, or this directory outside git).
@@ -113,11 +115,18 @@ pub struct UpdateArgs {
     #[arg(long, value_name = "ITEM")]
     pub discovery: Vec<String>,
     /// Move remaining item #N to completed (repeatable; numbers as `status` shows them).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = item_number, allow_negative_numbers = true)]
     pub done: Vec<usize>,
     /// Drop blocker #N (repeatable).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = item_number, allow_negative_numbers = true)]
     pub resolve: Vec<usize>,
+}
+
+/// Parses an item number as `status` shows it, with a message that says so.
+fn item_number(s: &str) -> Result<usize, String> {
+    s.trim().parse::<usize>().map_err(|_| {
+        "expected an item number, as `pas-agent status` shows them (1, 2, …)".to_string()
+    })
 }
 
 /// A task list, as `remove` names it.
@@ -154,7 +163,7 @@ pub struct RemoveArgs {
     /// The list to remove from.
     pub list: ListArg,
     /// Item numbers, as `status` shows them.
-    #[arg(required = true, value_name = "N")]
+    #[arg(required = true, value_name = "N", value_parser = item_number, allow_negative_numbers = true)]
     pub numbers: Vec<usize>,
 }
 
@@ -177,7 +186,7 @@ pub struct JsonArgs {
 /// `show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// Checkpoint number (as `list` shows it), or the end of its id (4+ characters).
+    /// Checkpoint number (as `list` shows it), or the start or end of its id (4+ characters).
     pub checkpoint: String,
     /// Print JSON.
     #[arg(long)]
@@ -190,7 +199,8 @@ pub struct ExportArgs {
     /// The agent to export for.
     #[arg(short = 't', long = "to", value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::agents::names()))]
     pub to: String,
-    /// Write to this file instead of the agent's own (relative to the current directory).
+    /// Write to this file instead of the agent's own (relative to the current directory);
+    /// `-` prints the block on stdout.
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Replace the whole file with the block, even if its markers are broken.

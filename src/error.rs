@@ -46,7 +46,7 @@ pub enum Error {
 
     /// The session lock was held by another process for longer than the timeout.
     #[error(
-        "the session is locked by another pas-agent process{holder} ({})\n  hint: retry shortly, or raise PAS_AGENT_LOCK_TIMEOUT_MS (waited {waited_ms} ms)",
+        "the session is locked by another process{holder} ({})\n  hint: retry shortly, or raise PAS_AGENT_LOCK_TIMEOUT_MS (waited {waited_ms} ms)",
         path.display()
     )]
     Locked {
@@ -56,7 +56,7 @@ pub enum Error {
     },
 
     /// The session file cannot be understood. The file has not been touched.
-    #[error("{}: {problem}\n  the file was left unchanged; fix it by hand or restore it from git (`git checkout -- .pas-agent/session.json`)", path.display())]
+    #[error("{}: {problem}\n  the file was left unchanged; fix it by hand, or, if it is committed, restore it with `git checkout -- .pas-agent/session.json`", path.display())]
     Damaged { path: PathBuf, problem: String },
 
     /// The session file was written by a newer pas-agent. The file has not been touched.

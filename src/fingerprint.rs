@@ -121,7 +121,10 @@ mod tests {
     fn special_files() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(of_path(dir.path()), Fingerprints::default());
-        assert_eq!(of_path(&dir.path().join("missing")), Fingerprints::default());
+        assert_eq!(
+            of_path(&dir.path().join("missing")),
+            Fingerprints::default()
+        );
         let big = dir.path().join("big");
         let f = std::fs::File::create(&big).unwrap();
         f.set_len(MAX_HASHED_BYTES + 1).unwrap();

@@ -38,10 +38,7 @@ pub fn resolve_symlinks(path: &Path) -> io::Result<PathBuf> {
                 current = if target.is_absolute() {
                     target
                 } else {
-                    current
-                        .parent()
-                        .map(|p| p.join(&target))
-                        .unwrap_or(target)
+                    current.parent().map(|p| p.join(&target)).unwrap_or(target)
                 };
             }
             _ => return Ok(current),

@@ -8,14 +8,14 @@ use pas_agent::error::{Error, exit};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(dir) = &cli.dir {
-        if let Err(e) = std::env::set_current_dir(dir) {
-            eprintln_safe(&format!(
-                "error: cannot change to {}: {e}",
-                pas_agent::term::clean(&dir.to_string_lossy())
-            ));
-            return code(exit::USAGE);
-        }
+    if let Some(dir) = &cli.dir
+        && let Err(e) = std::env::set_current_dir(dir)
+    {
+        eprintln_safe(&format!(
+            "error: cannot change to {}: {e}",
+            pas_agent::term::clean(&dir.to_string_lossy())
+        ));
+        return code(exit::USAGE);
     }
     match pas_agent::cmd::dispatch(cli.command) {
         Ok(c) => code(c),

@@ -62,7 +62,11 @@ impl Stale {
                 if r == 1 { "" } else { "s" }
             )
         } else {
-            "task updated".to_string()
+            // Only the task moved: worth knowing, not worth a warning sign.
+            return format!(
+                "Task updated since the last checkpoint ({}); `pas-agent checkpoint` records it",
+                crate::display::minute(&self.since)
+            );
         };
         format!(
             "⚠ {what} since the last checkpoint ({}); run `pas-agent checkpoint` to record the current state",
@@ -301,13 +305,20 @@ mod tests {
         let st = check(&s, Some(&now), None).unwrap();
         assert_eq!(st.changed.len(), 2);
         assert_eq!(st.resolved, vec!["gone".to_string()]);
-        assert!(st.headline().contains("2 files changed since the last checkpoint"));
+        assert!(
+            st.headline()
+                .contains("2 files changed since the last checkpoint")
+        );
     }
 
     #[test]
     fn missing_fingerprint_is_no_evidence() {
         let s = session_with(vec![file("a", FileStatus::Modified, None)], "c1");
-        let now = tree(vec![file("a", FileStatus::Modified, Some("9"))], "c1", "main");
+        let now = tree(
+            vec![file("a", FileStatus::Modified, Some("9"))],
+            "c1",
+            "main",
+        );
         assert_eq!(check(&s, Some(&now), None), None);
     }
 
@@ -315,7 +326,10 @@ mod tests {
     fn branch_switch_at_same_commit_and_task_edits_count() {
         let mut s = session_with(vec![], "c1");
         let st = check(&s, Some(&tree(vec![], "c1", "other")), None).unwrap();
-        assert_eq!(st.headline().split(" since").next(), Some("⚠ branch changed"));
+        assert_eq!(
+            st.headline().split(" since").next(),
+            Some("⚠ branch changed")
+        );
         s.task.remaining.push("more".into());
         let st = check(&s, Some(&tree(vec![], "c1", "main")), None).unwrap();
         assert!(!st.tree_moved());
@@ -330,7 +344,11 @@ mod tests {
         let mut export_only = then.clone();
         export_only.fingerprint = Some("2".into());
         assert_eq!(
-            check(&s, Some(&tree(vec![export_only.clone()], "c1", "main")), None),
+            check(
+                &s,
+                Some(&tree(vec![export_only.clone()], "c1", "main")),
+                None
+            ),
             None
         );
         let mut hand_edit = export_only;

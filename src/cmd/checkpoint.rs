@@ -24,14 +24,20 @@ pub fn run(args: CheckpointArgs) -> Result<i32> {
     };
     let message = message.trim().to_string();
     if message.is_empty() {
-        return Err(Error::Usage("the checkpoint message cannot be empty".into()));
+        return Err(Error::Usage(
+            "the checkpoint message cannot be empty".into(),
+        ));
     }
     let (_repo, tree) = live(&project, Detail::Files);
     let now = Utc::now();
-    let number = project.modify(|s| Ok(ops::add_checkpoint(s, message.clone(), tree.as_ref(), now)))?;
+    let number =
+        project.modify(|s| Ok(ops::add_checkpoint(s, message.clone(), tree.as_ref(), now)))?;
     let files = match &tree {
         Some(t) if t.files.is_empty() => "no uncommitted changes".to_string(),
-        Some(t) => format!("{} with uncommitted changes", count(t.files.len(), "file", "files")),
+        Some(t) => format!(
+            "{} with uncommitted changes",
+            count(t.files.len(), "file", "files")
+        ),
         None => "not in a git repository: no files recorded".to_string(),
     };
     crate::term::print(&format!(

@@ -20,6 +20,13 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         Detail::Dirty
     };
     let (repo, tree) = live(&project, detail);
+    if args.output.as_deref() == Some(std::path::Path::new("-")) {
+        // The block alone, on stdout: nothing is written, so no lock is needed.
+        let session = project.load()?;
+        let (content, _) = export::content(&session, tree.as_ref(), repo.as_ref());
+        crate::term::print(&export::block::make_block(&content, "\n"))?;
+        return Ok(0);
+    }
     let target = Target::new(&project, agent, args.output.as_deref(), &cwd);
     let report = export::export(&project, &target, args.force, tree.as_ref(), repo.as_ref())?;
     print_report(agent, &report, &cwd)
@@ -28,32 +35,41 @@ pub fn run(args: ExportArgs) -> Result<i32> {
 /// Prints what an export did: warnings (a checkpoint behind the work tree, a file longer than
 /// the agent reads) on stderr, the outcome and a hint on stdout. Task edits since the last
 /// checkpoint are not warned about here: the export shows the current task.
-fn print_report(agent: &agents::Agent, report: &export::Report, cwd: &std::path::Path) -> Result<i32> {
+fn print_report(
+    agent: &agents::Agent,
+    report: &export::Report,
+    cwd: &std::path::Path,
+) -> Result<i32> {
     if let Some(stale) = report.stale.as_ref().filter(|s| s.tree_moved()) {
         crate::term::note(&stale.headline());
         for line in stale.details() {
             crate::term::note(&format!("    {}", clean(&line)));
         }
     }
-    if let Some(limit) = agent.context_char_limit {
-        if report.file_chars > limit {
-            warn(&format!(
-                "{} is {} characters long, and {} reads only the first {limit}; shorten the session (`pas-agent remove`) or the rest of the file",
-                display(&report.target.path, cwd),
-                report.file_chars,
-                agent.name
-            ));
-        }
+    if let Some(limit) = agent.context_char_limit
+        && report.file_chars > limit
+    {
+        warn(&format!(
+            "{} is {} characters long, and {} reads only the first {limit}; shorten the session (`pas-agent remove`) or the rest of the file",
+            display(&report.target.path, cwd),
+            report.file_chars,
+            agent.name
+        ));
     }
     let path = display(&report.target.path, cwd);
     let what = match report.outcome {
         Outcome::Created => format!("Created {path} for {}.", agent.name),
         Outcome::Updated => format!("Updated the pas-agent block in {path}."),
-        Outcome::Appended => format!("Added a pas-agent block to {path}; the existing content was kept."),
+        Outcome::Appended => {
+            format!("Added a pas-agent block to {path}; the existing content was kept.")
+        }
         Outcome::Overwritten => format!("Overwrote {path} with the pas-agent block."),
     };
     let hint = if report.target.at_default {
-        format!("{} reads {} from the project root when it starts.", agent.name, agent.context_file)
+        format!(
+            "{} reads {} from the project root when it starts.",
+            agent.name, agent.context_file
+        )
     } else {
         format!(
             "{} reads {} from the project root at startup, not this file; point it at {path} yourself.",

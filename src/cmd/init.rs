@@ -16,18 +16,24 @@ pub fn run(args: InitArgs) -> Result<i32> {
     let repo = git::discover(&cwd)?;
     let root = repo.as_ref().map_or_else(|| cwd.clone(), |r| r.top.clone());
     let project = Project::at(&root);
+    if args.nested && repo.is_some() {
+        crate::term::warn(
+            "--nested only applies outside git; inside a repository the session is at the top level of its work tree",
+        );
+    }
     if project.has_session() {
         return Err(Error::SessionExists {
             path: project.session_path(),
         });
     }
-    if repo.is_none() && !args.nested {
-        if let Some(parent) = cwd.parent().and_then(Project::find_opt) {
-            return Err(Error::Message(format!(
-                "{} already has a session, and this directory belongs to it\n  hint: pas-agent commands here use that session; pass --nested to start a separate one here",
-                parent.root.display()
-            )));
-        }
+    if repo.is_none()
+        && !args.nested
+        && let Some(parent) = cwd.parent().and_then(Project::find_opt)
+    {
+        return Err(Error::Message(format!(
+            "{} already has a session, and this directory belongs to it\n  hint: pas-agent commands here use that session; pass --nested to start a separate one here",
+            parent.root.display()
+        )));
     }
     let task = match args.task {
         Some(t) => t,
@@ -46,13 +52,9 @@ pub fn run(args: InitArgs) -> Result<i32> {
         .filter(|n| !n.is_empty())
         .or_else(|| root.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "unknown".into());
-    let tree = repo.as_ref().and_then(|r| match r.status(Detail::Dirty) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            crate::term::warn(&format!("{e}; the session starts without git data"));
-            None
-        }
-    });
+    let tree = repo
+        .as_ref()
+        .and_then(|r| r.status_or_warn(Detail::Dirty, "the session starts without git data"));
     let mut session = ops::new_session(name, task, Utc::now());
     session.git = tree.as_ref().map(|t| t.git_ref());
     project.create(&session)?;
@@ -61,7 +63,11 @@ pub fn run(args: InitArgs) -> Result<i32> {
     let _ = writeln!(out, "Started a pas-agent session.");
     let _ = writeln!(out, "  Project: {}", clean(&session.project_name));
     let _ = writeln!(out, "  Session: {}", session.id);
-    let _ = writeln!(out, "  Store:   {}", clean(&project.session_path().to_string_lossy()));
+    let _ = writeln!(
+        out,
+        "  Store:   {}",
+        clean(&project.session_path().to_string_lossy())
+    );
     if let Some(git) = &session.git {
         let _ = writeln!(out, "  Git:     {}", git_line(git));
     }

@@ -55,13 +55,9 @@ fn project() -> Result<Project> {
 /// is a warning, not an error).
 fn live(project: &Project, detail: Detail) -> (Option<Repo>, Option<WorkTree>) {
     let repo = git::for_root(&project.root);
-    let tree = repo.as_ref().and_then(|r| match r.status(detail) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            crate::term::warn(&format!("{e}; continuing without git information"));
-            None
-        }
-    });
+    let tree = repo
+        .as_ref()
+        .and_then(|r| r.status_or_warn(detail, "continuing without git information"));
     (repo, tree)
 }
 

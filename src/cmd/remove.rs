@@ -20,7 +20,11 @@ pub fn run(args: RemoveArgs) -> Result<i32> {
     })?;
     let mut out = String::new();
     for item in removed {
-        out.push_str(&format!("Removed from {}: {}\n", kind.name(), clean_line(&item)));
+        out.push_str(&format!(
+            "Removed from {}: {}\n",
+            kind.name(),
+            clean_line(&item)
+        ));
     }
     crate::term::print(&out)?;
     Ok(0)

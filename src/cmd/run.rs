@@ -41,9 +41,10 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     let plan = Plan {
         label: program.agent.map_or_else(
             || {
-                std::path::Path::new(&program.name)
-                    .file_name()
-                    .map_or_else(|| program.name.clone(), |n| n.to_string_lossy().into_owned())
+                std::path::Path::new(&program.name).file_name().map_or_else(
+                    || program.name.clone(),
+                    |n| n.to_string_lossy().into_owned(),
+                )
             },
             |a| a.id.to_string(),
         ),
@@ -68,7 +69,9 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         Ok(exit) => exit,
         Err(e) => {
             if let Err(forget) = record::forget(&project, &started) {
-                warn(&format!("could not remove the record of the run that did not start: {forget}"));
+                warn(&format!(
+                    "could not remove the record of the run that did not start: {forget}"
+                ));
             }
             return Err(e);
         }

@@ -21,7 +21,9 @@ pub fn run(args: RunsArgs) -> Result<i32> {
     let project = project()?;
     let session = project.load()?;
     if args.json {
-        print_json(&RunsJson { runs: &session.runs })?;
+        print_json(&RunsJson {
+            runs: &session.runs,
+        })?;
         return Ok(0);
     }
     let mut out = String::new();

@@ -40,7 +40,12 @@ pub fn run(args: ShowArgs) -> Result<i32> {
             count(cp.files_changed.len(), "file", "files")
         );
         for f in &cp.files_changed {
-            let _ = writeln!(out, "  {} ({})", clean(&f.path), clean(&f.status.describe()));
+            let _ = writeln!(
+                out,
+                "  {} ({})",
+                clean(&f.path),
+                clean(&f.status.describe())
+            );
         }
     }
     crate::term::print(&out)?;

@@ -96,7 +96,10 @@ pub fn run(args: JsonArgs) -> Result<i32> {
     }
     match session.checkpoints.last() {
         None => {
-            let _ = writeln!(out, "Checkpoints: none yet (`pas-agent checkpoint \"<message>\"`)");
+            let _ = writeln!(
+                out,
+                "Checkpoints: none yet (`pas-agent checkpoint \"<message>\"`)"
+            );
         }
         Some(last) => {
             let _ = writeln!(
@@ -109,7 +112,12 @@ pub fn run(args: JsonArgs) -> Result<i32> {
         }
     }
     let now = Utc::now();
-    if let Some(last) = session.runs.iter().rev().find(|r| r.state != RunState::Running) {
+    if let Some(last) = session
+        .runs
+        .iter()
+        .rev()
+        .find(|r| r.state != RunState::Running)
+    {
         let mut line = format!(
             "Runs:     {} (latest {} {}",
             session.runs.len(),

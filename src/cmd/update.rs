@@ -29,7 +29,7 @@ pub fn run(args: UpdateArgs) -> Result<i32> {
     let now = Utc::now();
     let task = project.modify(|s| {
         ops::apply_update(&mut s.task, &update)?;
-        s.git = tree.as_ref().map(|t| t.git_ref());
+        ops::set_git(s, tree.as_ref().map(|t| t.git_ref()));
         s.updated_at = now;
         Ok(s.task.clone())
     })?;

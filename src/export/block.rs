@@ -1,8 +1,9 @@
 //! The marked block inside an agent's context file, and splicing it in.
 //!
 //! Marker lines are the original PAS-Agent's (`pas-agent-format.md` §3), so a block written by
-//! either tool is found by the other. Markers count only at the start of a line, so a file that
-//! merely mentions them in running text is not mistaken for a block. Unlike the original, a file
+//! either tool is found by the other. Markers count only at the start of a line and outside
+//! fenced code blocks, so a file that merely mentions them — in running text or in a code
+//! example, as this project's own README does — is not mistaken for a block. Unlike the original, a file
 //! with more than one block, an unpaired marker or markers in the wrong order is refused as a
 //! whole (nothing is written) unless the caller forces a full overwrite; a UTF-8 byte order
 //! mark and CRLF line endings are kept, and the file need not be UTF-8.
@@ -44,19 +45,68 @@ pub enum Outcome {
     Overwritten,
 }
 
-fn line_starts_with(text: &[u8], prefix: &str) -> Vec<usize> {
-    let p = prefix.as_bytes();
-    let mut found = Vec::new();
-    let mut line = 0;
-    loop {
-        if text[line..].starts_with(p) {
-            found.push(line);
-        }
-        match text[line..].iter().position(|&b| b == b'\n') {
-            Some(i) => line += i + 1,
-            None => return found,
-        }
+/// Where the marker lines are, outside fenced code blocks.
+struct Markers {
+    starts: Vec<usize>,
+    ends: Vec<usize>,
+    /// Offset of the line that opens a code fence left unclosed at the end of the text.
+    open_fence: Option<usize>,
+}
+
+/// The fence a line opens or closes: its character and length, when the line (after at most
+/// three spaces of indentation) starts with three or more backticks or tildes (CommonMark
+/// §4.5, "Fenced code blocks").
+fn fence_of(line: &[u8]) -> Option<(u8, usize)> {
+    let indent = line.iter().take(4).take_while(|&&b| b == b' ').count();
+    if indent > 3 {
+        return None;
     }
+    let rest = &line[indent..];
+    let c = *rest.first()?;
+    if c != b'`' && c != b'~' {
+        return None;
+    }
+    let n = rest.iter().take_while(|&&b| b == c).count();
+    (n >= 3).then_some((c, n))
+}
+
+/// Finds marker lines: a marker counts only at the very start of a line and outside fenced code
+/// blocks, so documentation that shows the markers (in running text or in a code example) is
+/// never mistaken for a block.
+fn find_markers(text: &[u8]) -> Markers {
+    let mut m = Markers {
+        starts: Vec::new(),
+        ends: Vec::new(),
+        open_fence: None,
+    };
+    let mut fence: Option<(u8, usize)> = None;
+    let mut offset = 0;
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        match (fence, fence_of(line)) {
+            (Some((c, n)), Some((c2, n2))) => {
+                // A closing fence: same character, at least as long, nothing after it.
+                let indent = line.iter().take_while(|&&b| b == b' ').count();
+                if c == c2 && n2 >= n && line[indent + n2..].trim_ascii().is_empty() {
+                    fence = None;
+                    m.open_fence = None;
+                }
+            }
+            (Some(_), None) => {}
+            (None, Some(opened)) => {
+                fence = Some(opened);
+                m.open_fence = Some(offset);
+            }
+            (None, None) => {
+                if line.starts_with(START_PREFIX.as_bytes()) {
+                    m.starts.push(offset);
+                } else if line.starts_with(END_PREFIX.as_bytes()) {
+                    m.ends.push(offset);
+                }
+            }
+        }
+        offset += line.len();
+    }
+    m
 }
 
 fn line_number(text: &[u8], offset: usize) -> usize {
@@ -65,8 +115,7 @@ fn line_number(text: &[u8], offset: usize) -> usize {
 
 /// Finds the block in `text` (without a byte order mark).
 pub fn scan(text: &[u8]) -> Scan {
-    let starts = line_starts_with(text, START_PREFIX);
-    let ends = line_starts_with(text, END_PREFIX);
+    let Markers { starts, ends, .. } = find_markers(text);
     let lines = |v: &[usize]| {
         v.iter()
             .map(|&o| line_number(text, o).to_string())
@@ -135,8 +184,9 @@ pub fn make_block(content: &str, newline: &str) -> String {
 /// file). Text outside the block is kept byte for byte, with its byte order mark and line
 /// endings.
 ///
-/// Errors: the [`Scan::Broken`] reason, when the markers do not form exactly one block and
-/// `force` is false.
+/// Errors (a sentence saying what is wrong, with line numbers), when `force` is false: the
+/// markers do not form exactly one block ([`Scan::Broken`]); or the file has no block and ends
+/// inside an unclosed code fence, which would swallow an appended block.
 pub fn splice(
     existing: Option<&[u8]>,
     content: &str,
@@ -160,6 +210,13 @@ pub fn splice(
             Ok((out, Outcome::Updated))
         }
         Scan::NoBlock => {
+            if let Some(at) = find_markers(text).open_fence {
+                // Appended there, the block would be read as code and found by no one.
+                return Err(format!(
+                    "the code fence opened on line {} is never closed, so a block appended after it would be part of the code; close the fence",
+                    line_number(text, at)
+                ));
+            }
             let kept = text.trim_ascii_end();
             if !kept.is_empty() {
                 out.extend_from_slice(kept);
@@ -169,7 +226,9 @@ pub fn splice(
             out.extend_from_slice(block.as_bytes());
             Ok((out, Outcome::Appended))
         }
-        Scan::Broken(reason) => Err(reason),
+        Scan::Broken(reason) => Err(format!(
+            "the pas-agent markers do not form one block: {reason}"
+        )),
     }
 }
 
@@ -209,6 +268,22 @@ mod tests {
     }
 
     #[test]
+    fn markers_in_code_fences_are_examples_not_blocks() {
+        let doc = format!(
+            "# Docs\n\n```markdown\n{START_MARKER}\nexample\n{END_MARKER}\n```\n\n~~~~\n{END_MARKER}\n~~~\n~~~~\n"
+        );
+        assert_eq!(scan(doc.as_bytes()), Scan::NoBlock);
+        let (out, outcome) = splice(Some(doc.as_bytes()), "real", false).unwrap();
+        assert_eq!(outcome, Outcome::Appended);
+        assert!(out.starts_with(doc.trim_end().as_bytes()));
+        assert!(matches!(scan(&out), Scan::Block { .. }));
+        // An unclosed fence would swallow an appended block: refused.
+        let open = "intro\n```\ncode without end\n";
+        let err = splice(Some(open.as_bytes()), "x", false).unwrap_err();
+        assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
     fn broken_markers_are_described() {
         let one = format!("{START_MARKER}\nx\n");
         assert!(matches!(scan(one.as_bytes()), Scan::Broken(r) if r.contains("no end marker")));
@@ -228,7 +303,11 @@ mod tests {
         assert!(!text.replace("\r\n", "").contains('\n'));
         let (again, outcome) = splice(Some(&out), "# Ctx\nnew", false).unwrap();
         assert_eq!(outcome, Outcome::Updated);
-        assert!(String::from_utf8(again).unwrap().contains("new\r\n<!-- pas-agent:end -->\r\n"));
+        assert!(
+            String::from_utf8(again)
+                .unwrap()
+                .contains("new\r\n<!-- pas-agent:end -->\r\n")
+        );
     }
 
     #[test]
@@ -270,7 +349,7 @@ mod tests {
 
         #[test]
         fn appending_then_updating_keeps_the_outside_text(text in arb_text(), c in "[a-z \n]{0,40}") {
-            if scan(text.as_bytes()) == Scan::NoBlock {
+            if scan(text.as_bytes()) == Scan::NoBlock && find_markers(text.as_bytes()).open_fence.is_none() {
                 let (out, _) = splice(Some(text.as_bytes()), &c, false).unwrap();
                 prop_assert!(matches!(scan(&out), Scan::Block { .. }), "no block");
                 prop_assert_eq!(outside_block(&out), outside_block(text.as_bytes()));

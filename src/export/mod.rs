@@ -20,6 +20,8 @@ pub const MAX_CONTEXT_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// Where an export goes.
 #[derive(Debug, Clone)]
 pub struct Target {
+    /// The agent it is for.
+    pub agent: &'static Agent,
     /// The file to write (absolute).
     pub path: PathBuf,
     /// Whether this is the file the agent reads at startup: its context file at the project
@@ -30,17 +32,27 @@ pub struct Target {
 impl Target {
     /// The agent's own file at the project root, or `output` resolved against `cwd` (as every
     /// command-line path is).
-    pub fn new(project: &Project, agent: &Agent, output: Option<&Path>, cwd: &Path) -> Target {
+    pub fn new(
+        project: &Project,
+        agent: &'static Agent,
+        output: Option<&Path>,
+        cwd: &Path,
+    ) -> Target {
         let default = project.root.join(agent.context_file);
         match output {
             None => Target {
+                agent,
                 path: default,
                 at_default: true,
             },
             Some(out) => {
                 let path = cwd.join(out);
                 let at_default = same_file_path(&path, &default);
-                Target { path, at_default }
+                Target {
+                    agent,
+                    path,
+                    at_default,
+                }
             }
         }
     }
@@ -87,6 +99,17 @@ pub fn export(
     write(&session, target, force, now, repo)
 }
 
+/// The Markdown for `session` with the live git state `now` (and the stale report it implies).
+pub fn content(
+    session: &crate::session::Session,
+    now: Option<&WorkTree>,
+    repo: Option<&Repo>,
+) -> (String, Option<Stale>) {
+    let stale = stale::check(session, now, repo);
+    let git = now.map(WorkTree::git_ref);
+    (render::render(session, git.as_ref(), stale.as_ref()), stale)
+}
+
 /// Renders `session` and splices it into `target`. The caller holds the session lock.
 ///
 /// Errors: [`Error::ExportUnsafe`] when the file's markers do not form exactly one block (and
@@ -99,9 +122,7 @@ pub fn write(
     now: Option<&WorkTree>,
     repo: Option<&Repo>,
 ) -> Result<Report> {
-    let stale = stale::check(session, now, repo);
-    let git = now.map(WorkTree::git_ref);
-    let content = render::render(session, git.as_ref(), stale.as_ref());
+    let (content, stale) = content(session, now, repo);
     let unsafe_ = |problem: String| Error::ExportUnsafe {
         path: target.path.clone(),
         problem,
@@ -113,15 +134,32 @@ pub fn write(
                 "the file is {size} bytes, more than the {MAX_CONTEXT_FILE_BYTES}-byte limit for a context file; nothing was written"
             )));
         }
+        Err(ReadError::Io(_)) if target.path.is_dir() => {
+            return Err(unsafe_(
+                "is a directory; give the path of a file to write".into(),
+            ));
+        }
         Err(ReadError::Io(e)) => {
-            return Err(unsafe_(format!("cannot read the file ({e}); nothing was written")));
+            return Err(unsafe_(format!(
+                "cannot read the file ({e}); nothing was written"
+            )));
         }
     };
     let (bytes, outcome) = block::splice(existing.as_deref(), &content, force).map_err(|reason| {
         unsafe_(format!(
-            "the pas-agent markers do not form one block: {reason}. Nothing was written; fix the markers by hand, or pass --force to replace the whole file with the block"
+            "{reason}; nothing was written\n  hint: fix the file by hand, or replace all of it with the block: `pas-agent export --to {} --force`",
+            target.agent.id
         ))
     })?;
+    if existing.is_none()
+        && let Some(parent) = target.path.parent()
+    {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            unsafe_(format!(
+                "cannot create its directory ({e}); nothing was written"
+            ))
+        })?;
+    }
     fsutil::write_atomic(&target.path, &bytes).map_err(|e| match e {
         WriteError::ReadOnly => unsafe_(
             "the file is read-only; nothing was written (make it writable, or export elsewhere with -o)".into(),

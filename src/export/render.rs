@@ -146,26 +146,26 @@ changed files. `pas-agent status` shows the whole record with item numbers.\n\n"
         );
     }
 
-    if let Some(last) = session.checkpoints.last() {
-        if !last.files_changed.is_empty() {
-            out.push_str("## Files Changed (as of last checkpoint)\n\n");
-            for f in last.files_changed.iter().take(MAX_FILES_LISTED) {
-                let _ = writeln!(
-                    out,
-                    "- {} ({})",
-                    code_span(&f.path),
-                    inline(&f.status.describe())
-                );
-            }
-            if last.files_changed.len() > MAX_FILES_LISTED {
-                let _ = writeln!(
-                    out,
-                    "- …and {} more",
-                    last.files_changed.len() - MAX_FILES_LISTED
-                );
-            }
-            out.push('\n');
+    if let Some(last) = session.checkpoints.last()
+        && !last.files_changed.is_empty()
+    {
+        out.push_str("## Files Changed (as of last checkpoint)\n\n");
+        for f in last.files_changed.iter().take(MAX_FILES_LISTED) {
+            let _ = writeln!(
+                out,
+                "- {} ({})",
+                code_span(&f.path),
+                inline(&f.status.describe())
+            );
         }
+        if last.files_changed.len() > MAX_FILES_LISTED {
+            let _ = writeln!(
+                out,
+                "- …and {} more",
+                last.files_changed.len() - MAX_FILES_LISTED
+            );
+        }
+        out.push('\n');
     }
 
     if let Some(stale) = stale.filter(|s| s.tree_moved()) {
@@ -241,11 +241,7 @@ changed files. `pas-agent status` shows the whole record with item numbers.\n\n"
 }
 
 fn run_line(run: &Run) -> String {
-    let mut line = format!(
-        "**{}** — {}",
-        minute(&run.started_at),
-        inline(&run.agent)
-    );
+    let mut line = format!("**{}** — {}", minute(&run.started_at), inline(&run.agent));
     if let Some(ms) = run.duration_ms {
         let _ = write!(line, ", {}", crate::display::duration(ms));
     }
@@ -309,8 +305,14 @@ mod tests {
         assert_eq!(inline("1. first"), "1\\. first");
         assert_eq!(inline("2024) year"), "2024\\) year");
         assert_eq!(inline("```rust"), "\\`\\`\\`rust");
-        assert_eq!(inline("a\n# b\n<!-- pas-agent:end -->"), "a # b \\<!-- pas-agent:end --\\>");
-        assert_eq!(inline("use foo_bar in src/*.rs"), "use foo\\_bar in src/\\*.rs");
+        assert_eq!(
+            inline("a\n# b\n<!-- pas-agent:end -->"),
+            "a # b \\<!-- pas-agent:end --\\>"
+        );
+        assert_eq!(
+            inline("use foo_bar in src/*.rs"),
+            "use foo\\_bar in src/\\*.rs"
+        );
         assert_eq!(inline("plain words, 3 of them."), "plain words, 3 of them.");
     }
 

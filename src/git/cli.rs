@@ -84,11 +84,11 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
     let mut lines = out.lines();
     let bare = lines.next() == Some("true");
     let inside_git_dir = lines.next() == Some("true");
-    if inside_git_dir {
-        return Ok(Found::InsideGitDir);
-    }
     if bare {
         return Ok(Found::Bare);
+    }
+    if inside_git_dir {
+        return Ok(Found::InsideGitDir);
     }
     match lines.next() {
         Some(top) if !top.is_empty() => Ok(Found::WorkTree {
@@ -128,7 +128,7 @@ pub(crate) fn status(
     let mut files = RawStatus::new();
     for (path, entry) in raw {
         if in_scope(&path) {
-            files.insert(path, entry);
+            files.entry(path).or_default().merge(entry);
             if detail == Detail::Dirty {
                 break;
             }
@@ -157,14 +157,29 @@ pub(crate) fn parse_porcelain_v2(out: &[u8]) -> (Head, Vec<(String, Entry)>) {
             let fields: Vec<&str> = rest.splitn(8, ' ').collect();
             if let [xy, _, _, _, _, _, _, path] = fields.as_slice() {
                 let (x, y) = letters(xy);
-                files.push((path.to_string(), Entry { x, y, from: None }));
+                files.push((
+                    path.to_string(),
+                    Entry {
+                        x,
+                        y,
+                        ..Entry::default()
+                    },
+                ));
             }
         } else if let Some(rest) = record.strip_prefix("2 ") {
             let fields: Vec<&str> = rest.splitn(9, ' ').collect();
             let from = records.next().map(text);
             if let [xy, _, _, _, _, _, _, _, path] = fields.as_slice() {
                 let (x, y) = letters(xy);
-                files.push((path.to_string(), Entry { x, y, from }));
+                files.push((
+                    path.to_string(),
+                    Entry {
+                        x,
+                        y,
+                        from,
+                        untracked: false,
+                    },
+                ));
             }
         } else if let Some(rest) = record.strip_prefix("u ") {
             let fields: Vec<&str> = rest.splitn(10, ' ').collect();
@@ -174,7 +189,7 @@ pub(crate) fn parse_porcelain_v2(out: &[u8]) -> (Head, Vec<(String, Entry)>) {
                     Entry {
                         x: Some('U'),
                         y: Some('U'),
-                        from: None,
+                        ..Entry::default()
                     },
                 ));
             }
@@ -182,9 +197,8 @@ pub(crate) fn parse_porcelain_v2(out: &[u8]) -> (Head, Vec<(String, Entry)>) {
             files.push((
                 path.to_string(),
                 Entry {
-                    x: Some('?'),
-                    y: Some('?'),
-                    from: None,
+                    untracked: true,
+                    ..Entry::default()
                 },
             ));
         }

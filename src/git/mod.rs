@@ -81,7 +81,7 @@ pub struct Repo {
     pub top: PathBuf,
     /// The session root relative to `top` as a `/`-terminated prefix ("" when they are equal).
     prefix: String,
-    native: Option<native::Native>,
+    native: Option<Box<native::Native>>,
     force_cli: bool,
 }
 
@@ -92,11 +92,24 @@ enum Choice {
     Gix,
 }
 
+/// The backend asked for, read (and warned about) once per process.
 fn choice() -> Choice {
+    static CHOICE: std::sync::OnceLock<Choice> = std::sync::OnceLock::new();
+    *CHOICE.get_or_init(read_choice)
+}
+
+fn read_choice() -> Choice {
     match std::env::var(BACKEND_ENV).as_deref() {
         Ok("cli") => Choice::Cli,
         Ok("gix") => Choice::Gix,
-        _ => Choice::Auto,
+        Ok("") | Ok("auto") | Err(_) => Choice::Auto,
+        Ok(other) => {
+            crate::term::warn(&format!(
+                "{BACKEND_ENV}={} is not one of cli, gix, auto; using auto",
+                crate::term::clean(other)
+            ));
+            Choice::Auto
+        }
     }
 }
 
@@ -150,7 +163,7 @@ enum Found {
     InsideGitDir,
     WorkTree {
         top: PathBuf,
-        native: Option<native::Native>,
+        native: Option<Box<native::Native>>,
     },
 }
 
@@ -188,7 +201,7 @@ impl Repo {
         if self.force_cli {
             None
         } else {
-            self.native.as_ref()
+            self.native.as_deref()
         }
     }
 
@@ -245,6 +258,19 @@ impl Repo {
         Ok(WorkTree { head, files })
     }
 
+    /// [`Repo::status`], with a failure reported as a warning (naming `consequence`, what the
+    /// command does without it) instead of an error: session commands keep working when git
+    /// does not.
+    pub fn status_or_warn(&self, detail: Detail, consequence: &str) -> Option<WorkTree> {
+        match self.status(detail) {
+            Ok(tree) => Some(tree),
+            Err(e) => {
+                crate::term::warn(&format!("{e}; {consequence}"));
+                None
+            }
+        }
+    }
+
     /// Commits reachable from `after` and not from `before`, oldest first, at most `limit`.
     pub fn commits_between(
         &self,
@@ -293,21 +319,33 @@ impl Repo {
 }
 
 /// A file's two-letter status as git's porcelain gives it (X: HEAD→index, Y: index→work tree),
-/// plus the source of a rename or copy.
+/// the source of a rename or copy, and whether an untracked file is at the path. A path can be
+/// both in the index diff and untracked (`git rm --cached f` leaves `D` staged and `f`
+/// untracked), so being untracked is a flag of its own, not a letter that could overwrite X.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub x: Option<char>,
     pub y: Option<char>,
     pub from: Option<String>,
+    pub untracked: bool,
 }
 
 impl Entry {
+    /// Adds what another record says about the same path.
+    pub fn merge(&mut self, other: Entry) {
+        self.x = other.x.or(self.x);
+        self.y = other.y.or(self.y);
+        self.from = other.from.or(self.from.take());
+        self.untracked |= other.untracked;
+    }
+
     /// The original's classification (`pas-agent-format.md` §6): `?` untracked; `R` renamed;
     /// `C` added (a copy); `D` deleted; `A` added; anything else modified. An intent-to-add
-    /// entry (`git add -N`, Y = `A`) counts as added.
+    /// entry (`git add -N`, Y = `A`) counts as added. A file that is on disk but untracked is
+    /// untracked, whatever the index says (a staged deletion of a file that is still there).
     pub fn status(&self) -> FileStatus {
         let has = |c: char| self.x == Some(c) || self.y == Some(c);
-        if self.x == Some('?') {
+        if self.untracked {
             FileStatus::Untracked
         } else if has('R') {
             FileStatus::Renamed {
@@ -338,9 +376,10 @@ mod tests {
 
     fn entry(x: char, y: char) -> Entry {
         Entry {
-            x: (x != '.').then_some(x),
-            y: (y != '.').then_some(y),
+            x: (x != '.' && x != '?').then_some(x),
+            y: (y != '.' && y != '?').then_some(y),
             from: Some("old".into()),
+            untracked: x == '?',
         }
     }
 
@@ -357,6 +396,13 @@ mod tests {
         assert_eq!(entry('.', 'A').status(), FileStatus::Added);
         assert_eq!(entry('M', 'T').status(), FileStatus::Modified);
         assert_eq!(entry('U', 'U').status(), FileStatus::Modified);
+        // Staged deletion plus the file still on disk, in either order of arrival.
+        let mut a = entry('D', '.');
+        a.merge(entry('?', '?'));
+        let mut b = entry('?', '?');
+        b.merge(entry('D', '.'));
+        assert_eq!(a.status(), FileStatus::Untracked);
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use gix::bstr::ByteSlice;
 
-use super::{Detail, Entry, Found, GitError, GitResult, Head, RawStatus, TreeChange};
+use super::{Detail, Found, GitError, GitResult, Head, RawStatus, TreeChange};
 use crate::session::model::{CommitRef, FileStatus};
 
 /// An open repository, and whether some of its features need the git CLI.
@@ -47,12 +47,12 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
         .git_dir()
         .canonicalize()
         .unwrap_or_else(|_| repo.git_dir().to_path_buf());
-    if dir.starts_with(&git_dir) {
-        return Ok(Found::InsideGitDir);
-    }
     let Some(workdir) = repo.workdir() else {
         return Ok(Found::Bare);
     };
+    if dir.starts_with(&git_dir) {
+        return Ok(Found::InsideGitDir);
+    }
     let top = workdir
         .canonicalize()
         .map_err(|e| err("resolving the work tree", e))?;
@@ -63,11 +63,18 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
     let sparse = config.boolean("index.sparse").unwrap_or(false);
     Ok(Found::WorkTree {
         top,
-        native: Some(Native {
+        native: Some(Box::new(Native {
             needs_cli: reftable || sparse,
             repo,
-        }),
+        })),
     })
+}
+
+/// One side of a path's porcelain status, with a rename's source, or an untracked file.
+enum Mark {
+    X(char, Option<String>),
+    Y(char),
+    Untracked,
 }
 
 fn to_string(b: &gix::bstr::BStr) -> String {
@@ -105,35 +112,33 @@ impl Native {
         let mut out = RawStatus::new();
         for item in iter {
             let item = item.map_err(|e| err("status", e))?;
-            let (path, apply): (String, Box<dyn FnOnce(&mut Entry)>) = match &item {
+            // Each item sets one side of the path's two-letter status: X (HEAD → index) or
+            // Y (index → work tree), as git's porcelain output has them.
+            let (path, mark) = match &item {
                 Item::TreeIndex(change) => {
                     use gix::diff::index::ChangeRef;
                     match change {
                         ChangeRef::Addition { location, .. } => {
-                            (to_string(location.as_ref()), Box::new(|e| e.x = Some('A')))
+                            (to_string(location.as_ref()), Mark::X('A', None))
                         }
                         ChangeRef::Deletion { location, .. } => {
-                            (to_string(location.as_ref()), Box::new(|e| e.x = Some('D')))
+                            (to_string(location.as_ref()), Mark::X('D', None))
                         }
                         ChangeRef::Modification { location, .. } => {
-                            (to_string(location.as_ref()), Box::new(|e| e.x = Some('M')))
+                            (to_string(location.as_ref()), Mark::X('M', None))
                         }
                         ChangeRef::Rewrite {
                             source_location,
                             location,
                             copy,
                             ..
-                        } => {
-                            let from = to_string(source_location.as_ref());
-                            let letter = if *copy { 'C' } else { 'R' };
-                            (
-                                to_string(location.as_ref()),
-                                Box::new(move |e| {
-                                    e.x = Some(letter);
-                                    e.from = Some(from);
-                                }),
-                            )
-                        }
+                        } => (
+                            to_string(location.as_ref()),
+                            Mark::X(
+                                if *copy { 'C' } else { 'R' },
+                                Some(to_string(source_location.as_ref())),
+                            ),
+                        ),
                     }
                 }
                 Item::IndexWorktree(iw) => {
@@ -149,7 +154,7 @@ impl Native {
                             Some(gix::dir::entry::Kind::Repository) => path.push('/'),
                             _ => {}
                         }
-                        (path, Box::new(|e| e.x = Some('?')))
+                        (path, Mark::Untracked)
                     } else {
                         let letter = match summary {
                             Summary::Removed => 'D',
@@ -160,14 +165,24 @@ impl Native {
                             Summary::Conflict => 'U',
                             Summary::Modified => 'M',
                         };
-                        (path, Box::new(move |e| e.y = Some(letter)))
+                        (path, Mark::Y(letter))
                     }
                 }
             };
             if !in_scope(&path) {
                 continue;
             }
-            apply(out.entry(path).or_default());
+            let entry = out.entry(path).or_default();
+            match mark {
+                Mark::X(letter, from) => {
+                    entry.x = Some(letter);
+                    if from.is_some() {
+                        entry.from = from;
+                    }
+                }
+                Mark::Y(letter) => entry.y = Some(letter),
+                Mark::Untracked => entry.untracked = true,
+            }
             if detail == Detail::Dirty {
                 break;
             }

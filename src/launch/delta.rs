@@ -29,8 +29,7 @@ pub fn files_changed(
 ) -> Vec<FileState> {
     let base: BTreeMap<&str, &FileState> = baseline.iter().map(|f| (f.path.as_str(), f)).collect();
     let end_map: BTreeMap<&str, &FileState> = end.iter().map(|f| (f.path.as_str(), f)).collect();
-    let com: BTreeMap<&str, &TreeChange> =
-        committed.iter().map(|c| (c.path.as_str(), c)).collect();
+    let com: BTreeMap<&str, &TreeChange> = committed.iter().map(|c| (c.path.as_str(), c)).collect();
     let paths: BTreeSet<&str> = base
         .keys()
         .chain(end_map.keys())
@@ -60,9 +59,9 @@ pub fn files_changed(
                 (existed, changed)
             }
             None => {
-                let new_in_commit = com
-                    .get(path)
-                    .is_some_and(|c| matches!(c.status, FileStatus::Added | FileStatus::Renamed { .. }));
+                let new_in_commit = com.get(path).is_some_and(|c| {
+                    matches!(c.status, FileStatus::Added | FileStatus::Renamed { .. })
+                });
                 let new_in_tree = !com.contains_key(path)
                     && end_map.get(path).is_some_and(|e| {
                         matches!(
@@ -90,7 +89,10 @@ pub fn files_changed(
                 com.get(path).map(|c| &c.status),
             ) {
                 (Some(FileStatus::Untracked), None) => FileStatus::Untracked,
-                (e, c) => match e.and_then(renamed_from).or_else(|| c.and_then(renamed_from)) {
+                (e, c) => match e
+                    .and_then(renamed_from)
+                    .or_else(|| c.and_then(renamed_from))
+                {
                     Some(from) => FileStatus::Renamed { from },
                     None => FileStatus::Added,
                 },
@@ -120,10 +122,12 @@ mod tests {
         map: &'static [(&'static str, &'static str)],
     ) -> impl Fn(&str) -> Option<Fingerprints> {
         move |p| {
-            map.iter().find(|(k, _)| *k == p).map(|(_, v)| Fingerprints {
-                content: Some(v.to_string()),
-                outside_block: None,
-            })
+            map.iter()
+                .find(|(k, _)| *k == p)
+                .map(|(_, v)| Fingerprints {
+                    content: Some(v.to_string()),
+                    outside_block: None,
+                })
         }
     }
 
@@ -146,11 +150,19 @@ mod tests {
             fs("gone", FileStatus::Deleted, None),
         ];
         let committed = [
-            TreeChange { path: "lib.rs".into(), status: FileStatus::Modified },
-            TreeChange { path: "added.rs".into(), status: FileStatus::Added },
+            TreeChange {
+                path: "lib.rs".into(),
+                status: FileStatus::Modified,
+            },
+            TreeChange {
+                path: "added.rs".into(),
+                status: FileStatus::Added,
+            },
             TreeChange {
                 path: "moved.rs".into(),
-                status: FileStatus::Renamed { from: "old.rs".into() },
+                status: FileStatus::Renamed {
+                    from: "old.rs".into(),
+                },
             },
         ];
         let out = files_changed(
@@ -174,7 +186,12 @@ mod tests {
                 ("dirty".into(), FileStatus::Modified),
                 ("gone".into(), FileStatus::Deleted),
                 ("lib.rs".into(), FileStatus::Modified),
-                ("moved.rs".into(), FileStatus::Renamed { from: "old.rs".into() }),
+                (
+                    "moved.rs".into(),
+                    FileStatus::Renamed {
+                        from: "old.rs".into()
+                    }
+                ),
                 ("new.txt".into(), FileStatus::Untracked),
                 ("reverted".into(), FileStatus::Modified),
             ]

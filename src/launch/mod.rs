@@ -62,9 +62,7 @@ pub fn resolve(name: &str, cwd: &Path) -> Result<Program, Error> {
             name: name.to_string(),
         });
     }
-    let me = std::env::current_exe()
-        .and_then(|p| p.canonicalize())
-        .ok();
+    let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
     let candidates: Vec<&str> = match agent {
         Some(a) if !a.executables.contains(&name) => a.executables.to_vec(),
         Some(a) => std::iter::once(name)

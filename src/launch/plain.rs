@@ -49,9 +49,7 @@ impl Exit {
 pub fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
     let code = match e.kind() {
         std::io::ErrorKind::NotFound if !program.exists() => exit::NOT_FOUND,
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-            exit::NOT_EXECUTABLE
-        }
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => exit::NOT_EXECUTABLE,
         _ => exit::NOT_EXECUTABLE,
     };
     Error::Launch {

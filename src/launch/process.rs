@@ -42,7 +42,10 @@ mod tests {
         let a = own_start_token().unwrap();
         assert!(a.starts_with("linux:"));
         assert_eq!(Some(a.clone()), own_start_token());
-        let mut child = std::process::Command::new("sleep").arg("1").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("1")
+            .spawn()
+            .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(30));
         let b = start_token(child.id()).unwrap();
         child.kill().unwrap();

@@ -91,11 +91,10 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         let mut baseline = tree.as_ref().map(|t| t.files.clone()).unwrap_or_default();
         let export = target.as_ref().map(|target| {
             export::write(s, target, false, tree.as_ref(), repo.as_ref())
-                .map(|report| {
+                .inspect(|report| {
                     if let Some(repo) = &repo {
-                        note_export(repo, &report, &mut baseline);
+                        note_export(repo, report, &mut baseline);
                     }
-                    report
                 })
                 .map_err(|e| e.to_string())
         });

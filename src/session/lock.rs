@@ -17,7 +17,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 5000;
 /// Name of the lock file inside `.pas-agent/`.
 pub const LOCK_FILE: &str = "session.lock";
 /// Contents of a new `.pas-agent/.gitignore`: what is local to this machine.
-pub const GITIGNORE: &str = "# Local to this machine; session.json is the portable record.\nsession.lock\nruns/\n.*.tmp\n";
+pub const GITIGNORE: &str =
+    "# Local to this machine; session.json is the portable record.\nsession.lock\nruns/\n.*.tmp\n";
 
 /// Holds the session lock until dropped.
 #[derive(Debug)]
@@ -25,12 +26,19 @@ pub struct LockGuard {
     _file: File,
 }
 
-/// The lock timeout from [`TIMEOUT_ENV`]; a missing or unparseable value gives the default.
+/// The lock timeout from [`TIMEOUT_ENV`]; a missing value gives the default, and so does an
+/// unparseable one, with a warning.
 pub fn timeout() -> Duration {
-    let ms = std::env::var(TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(DEFAULT_TIMEOUT_MS);
+    let ms = match std::env::var(TIMEOUT_ENV) {
+        Err(_) => DEFAULT_TIMEOUT_MS,
+        Ok(v) => v.trim().parse::<u64>().unwrap_or_else(|_| {
+            crate::term::warn(&format!(
+                "{TIMEOUT_ENV}={} is not a number of milliseconds; waiting the default {DEFAULT_TIMEOUT_MS} ms",
+                crate::term::clean(&v)
+            ));
+            DEFAULT_TIMEOUT_MS
+        }),
+    };
     Duration::from_millis(ms)
 }
 
@@ -93,7 +101,7 @@ fn holder_of(file: &mut File) -> String {
     let _ = file.rewind();
     let _ = file.take(32).read_to_string(&mut text);
     match text.trim().parse::<u32>() {
-        Ok(pid) => format!(" (pid {pid})"),
+        Ok(pid) => format!(" (last taken by pid {pid})"),
         Err(_) => String::new(),
     }
 }

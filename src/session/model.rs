@@ -230,7 +230,11 @@ impl FileStatus {
             FileStatus::Renamed { from } => format!("renamed from {from}"),
             FileStatus::Other(v) => match v {
                 Value::String(s) => s.to_lowercase(),
-                Value::Object(m) => m.keys().next().map(|k| k.to_lowercase()).unwrap_or_default(),
+                Value::Object(m) => m
+                    .keys()
+                    .next()
+                    .map(|k| k.to_lowercase())
+                    .unwrap_or_default(),
                 _ => "changed".into(),
             },
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::model::{Checkpoint, ListKind, SCHEMA_VERSION, Session, TaskState};
+use super::model::{Checkpoint, GitRef, ListKind, SCHEMA_VERSION, Session, TaskState};
 use crate::error::{Error, Result};
 use crate::git::WorkTree;
 
@@ -76,16 +76,17 @@ pub fn check_numbers(task: &TaskState, kind: ListKind, numbers: &[usize]) -> Res
 pub fn apply_update(task: &mut TaskState, update: &Update) -> Result<()> {
     let done = check_numbers(task, ListKind::Remaining, &update.done)?;
     let resolve = check_numbers(task, ListKind::Blockers, &update.resolve)?;
-    if let Some(t) = &update.task {
-        if t.trim().is_empty() {
-            return Err(Error::Usage(
-                "the task description cannot be empty; nothing was changed".into(),
-            ));
-        }
+    if update.task.as_ref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(Error::Usage(
+            "the task description cannot be empty; nothing was changed".into(),
+        ));
     }
     let before = task.clone();
     let mut next = task.clone();
-    let moved: Vec<String> = done.iter().map(|&n| next.remaining[n - 1].clone()).collect();
+    let moved: Vec<String> = done
+        .iter()
+        .map(|&n| next.remaining[n - 1].clone())
+        .collect();
     for &n in done.iter().rev() {
         next.remaining.remove(n - 1);
     }
@@ -134,7 +135,11 @@ pub fn apply_update(task: &mut TaskState, update: &Update) -> Result<()> {
 
 /// Removes items #`numbers` (1-based) from the list `kind`; returns the removed texts in list
 /// order. All or nothing.
-pub fn remove_items(task: &mut TaskState, kind: ListKind, numbers: &[usize]) -> Result<Vec<String>> {
+pub fn remove_items(
+    task: &mut TaskState,
+    kind: ListKind,
+    numbers: &[usize],
+) -> Result<Vec<String>> {
     let numbers = check_numbers(task, kind, numbers)?;
     let list = task.list_mut(kind);
     let removed: Vec<String> = numbers.iter().map(|&n| list[n - 1].clone()).collect();
@@ -142,6 +147,20 @@ pub fn remove_items(task: &mut TaskState, kind: ListKind, numbers: &[usize]) -> 
         list.remove(n - 1);
     }
     Ok(removed)
+}
+
+/// Replaces `session.git` with a fresh capture, keeping any fields of the old value that this
+/// build does not know (a newer writer's additions survive a refresh).
+pub fn set_git(session: &mut Session, git: Option<GitRef>) {
+    session.git = match (session.git.take(), git) {
+        (Some(old), Some(mut new)) => {
+            for (k, v) in old.extra {
+                new.extra.entry(k).or_insert(v);
+            }
+            Some(new)
+        }
+        (_, new) => new,
+    };
 }
 
 /// Appends a checkpoint of the current task and `tree` (`None` outside git), refreshes
@@ -153,7 +172,7 @@ pub fn add_checkpoint(
     now: DateTime<Utc>,
 ) -> usize {
     let git = tree.map(WorkTree::git_ref);
-    session.git = git.clone();
+    set_git(session, git.clone());
     session.checkpoints.push(Checkpoint {
         id: Uuid::new_v4(),
         timestamp: now,
@@ -167,10 +186,14 @@ pub fn add_checkpoint(
     session.checkpoints.len()
 }
 
-/// Finds a checkpoint by 1-based number, or by a suffix (at least 4 characters) of its id.
+/// Finds a checkpoint by 1-based number, or by the start or end (at least 4 characters) of its
+/// id.
 ///
 /// Errors: [`Error::Usage`] when nothing or more than one checkpoint matches.
-pub fn find_checkpoint<'a>(session: &'a Session, selector: &str) -> Result<(usize, &'a Checkpoint)> {
+pub fn find_checkpoint<'a>(
+    session: &'a Session,
+    selector: &str,
+) -> Result<(usize, &'a Checkpoint)> {
     let selector = selector.trim();
     let count = session.checkpoints.len();
     if let Ok(n) = selector.parse::<usize>() {
@@ -197,14 +220,18 @@ pub fn find_checkpoint<'a>(session: &'a Session, selector: &str) -> Result<(usiz
         .enumerate()
         .filter(|(_, c)| {
             let id = c.id.to_string();
-            id.ends_with(&wanted) || id.replace('-', "").ends_with(&wanted)
+            let plain = id.replace('-', "");
+            id.starts_with(&wanted)
+                || id.ends_with(&wanted)
+                || plain.starts_with(&wanted)
+                || plain.ends_with(&wanted)
         })
         .map(|(i, c)| (i + 1, c))
         .collect();
     match matches.as_slice() {
         [one] => Ok(*one),
         [] => Err(Error::Usage(format!(
-            "no checkpoint id ends with `{}` (see `pas-agent list`)",
+            "no checkpoint id starts or ends with `{}` (see `pas-agent list`)",
             crate::term::clean(selector)
         ))),
         _ => Err(Error::Usage(format!(
@@ -261,7 +288,16 @@ mod tests {
         assert!(err.to_string().contains("no item #4 in remaining"), "{err}");
         assert!(err.to_string().contains("3 items"));
         assert_eq!(t, task());
-        assert!(apply_update(&mut t, &Update { resolve: vec![0], ..Default::default() }).is_err());
+        assert!(
+            apply_update(
+                &mut t,
+                &Update {
+                    resolve: vec![0],
+                    ..Default::default()
+                }
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -272,15 +308,34 @@ mod tests {
             completed: vec!["   ".into()],
             ..Default::default()
         };
-        assert!(apply_update(&mut t, &same).unwrap_err().to_string().contains("nothing to update"));
+        assert!(
+            apply_update(&mut t, &same)
+                .unwrap_err()
+                .to_string()
+                .contains("nothing to update")
+        );
     }
 
     #[test]
     fn next_and_clear() {
         let mut t = task();
-        apply_update(&mut t, &Update { next: Some(" go ".into()), ..Default::default() }).unwrap();
+        apply_update(
+            &mut t,
+            &Update {
+                next: Some(" go ".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(t.next_action.as_deref(), Some("go"));
-        apply_update(&mut t, &Update { next: Some("  ".into()), ..Default::default() }).unwrap();
+        apply_update(
+            &mut t,
+            &Update {
+                next: Some("  ".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(t.next_action, None);
     }
 

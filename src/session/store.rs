@@ -124,8 +124,8 @@ impl Project {
     /// Saves atomically. Callers hold the lock.
     fn save(&self, session: &Session) -> Result<()> {
         let path = self.session_path();
-        let mut bytes = to_json(session)
-            .map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
+        let mut bytes =
+            to_json(session).map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
         bytes.push(b'\n');
         fsutil::write_atomic(&path, &bytes).map_err(|e| match e {
             WriteError::Io(e) => Error::io(&path, e),
@@ -176,28 +176,42 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
         found,
         supported: SCHEMA_VERSION,
     };
-    match serde_json::from_str::<Session>(text) {
+    let mut de = serde_json::Deserializer::from_str(text);
+    // The error carries the path of the field being read (`task.remaining[0]`).
+    let parsed: std::result::Result<Session, (String, serde_json::Error)> =
+        match serde_path_to_error::deserialize::<_, Session>(&mut de) {
+            Ok(s) => de.end().map(|()| s).map_err(|e| (String::new(), e)),
+            Err(e) => Err((e.path().to_string(), e.into_inner())),
+        };
+    match parsed {
         Ok(s) if s.schema_version > SCHEMA_VERSION => Err(unsupported(s.schema_version.into())),
         Ok(s) => Ok(s),
-        Err(e) => {
+        Err((path, e)) => {
             #[derive(Deserialize)]
             struct Probe {
                 #[serde(default)]
                 schema_version: serde_json::Value,
             }
-            if let Ok(probe) = serde_json::from_str::<Probe>(text) {
-                if let Some(v) = probe.schema_version.as_u64() {
-                    if v > u64::from(SCHEMA_VERSION) {
-                        return Err(unsupported(v));
-                    }
-                }
+            if let Ok(probe) = serde_json::from_str::<Probe>(text)
+                && let Some(v) = probe.schema_version.as_u64()
+                && v > u64::from(SCHEMA_VERSION)
+            {
+                return Err(unsupported(v));
             }
             let hint = if e.is_eof() {
                 " (the file looks truncated)"
             } else {
                 ""
             };
-            Err(damaged(format!("not a valid session file: {e}{hint}")))
+            // Name the field when the JSON is well formed but a value is wrong.
+            let field = if e.is_data() && !path.is_empty() && path != "." {
+                format!("field `{path}`: ")
+            } else {
+                String::new()
+            };
+            Err(damaged(format!(
+                "not a valid session file: {field}{e}{hint}"
+            )))
         }
     }
 }
@@ -248,6 +262,16 @@ mod tests {
     }
 
     #[test]
+    fn wrong_values_name_their_field() {
+        let text = minimal().replace("2026-09-17T04:30:00Z", "yesterday");
+        let err = parse(&p(), text.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("field `created_at`"), "{err}");
+        let text = minimal().replace(r#""task":{}"#, r#""task":{"remaining":[1]}"#);
+        let err = parse(&p(), text.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("field `task.remaining[0]`"), "{err}");
+    }
+
+    #[test]
     fn newer_version_is_unsupported_even_with_an_unknown_shape() {
         let err = parse(&p(), br#"{"schema_version": 7, "whatever": true}"#).unwrap_err();
         assert!(matches!(err, Error::Unsupported { found: 7, .. }));
@@ -260,8 +284,10 @@ mod tests {
 
     #[test]
     fn unknown_fields_survive_a_round_trip() {
-        let text = minimal()
-            .replace(r#""task":{}"#, r#""task":{"mood":"good"},"future":[1,{"a":null}]"#);
+        let text = minimal().replace(
+            r#""task":{}"#,
+            r#""task":{"mood":"good"},"future":[1,{"a":null}]"#,
+        );
         let s = parse(&p(), text.as_bytes()).unwrap();
         let again: serde_json::Value = serde_json::from_slice(&to_json(&s).unwrap()).unwrap();
         assert_eq!(again["future"], serde_json::json!([1, {"a": null}]));

@@ -13,7 +13,10 @@ fn init_in_a_subdirectory_roots_the_session_at_the_git_top_level() {
     let text = stdout(&out);
     assert!(text.contains("Started a pas-agent session"), "{text}");
     assert!(text.contains("Git:     main @ "), "{text}");
-    assert!(text.contains("(uncommitted changes)"), "untracked src/ makes it dirty: {text}");
+    assert!(
+        text.contains("(uncommitted changes)"),
+        "untracked src/ makes it dirty: {text}"
+    );
     let s = sb.session();
     assert_eq!(s["schema_version"], 1);
     assert_eq!(s["task"]["description"], "Migrate auth");
@@ -79,7 +82,11 @@ fn init_refuses_bare_repositories_and_git_directories() {
     sb.git(&["init", "-q", "--bare", "bare.git"]);
     let out = sb.run_in("bare.git", &["init", "--task", "t"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("bare"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bare git repository"),
+        "{}",
+        stderr(&out)
+    );
 
     let sb = Sandbox::repo();
     let out = sb.run_in(".git", &["init", "--task", "t"]);
@@ -95,7 +102,8 @@ fn concurrent_inits_create_exactly_one_session() {
         .map(|i| {
             let mut c = sb.cmd();
             c.args(["init", "--task", &format!("task {i}")]);
-            c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+            c.stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
             c.spawn().unwrap()
         })
         .collect();
@@ -105,7 +113,12 @@ fn concurrent_inits_create_exactly_one_session() {
         .filter(|&s| s)
         .count();
     assert_eq!(ok, 1);
-    assert!(sb.session()["task"]["description"].as_str().unwrap().starts_with("task "));
+    assert!(
+        sb.session()["task"]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("task ")
+    );
 }
 
 #[test]
@@ -122,7 +135,10 @@ fn commands_without_a_session_exit_3() {
         vec!["show", "1"],
     ] {
         let err = sb.fails(&args, 3);
-        assert!(err.contains("no pas-agent session found"), "{args:?}: {err}");
+        assert!(
+            err.contains("no pas-agent session found"),
+            "{args:?}: {err}"
+        );
     }
     assert!(!sb.path("AGENTS.md").exists());
 }
@@ -172,9 +188,24 @@ fn update_applies_every_flag() {
     assert_ne!(s["updated_at"], before["updated_at"]);
 
     // Numbers refer to the lists as loaded; appends come after.
-    sb.ok(&["update", "--done", "2", "--done", "1", "--done", "2", "--resolve", "1", "--remaining", "r3"]);
+    sb.ok(&[
+        "update",
+        "--done",
+        "2",
+        "--done",
+        "1",
+        "--done",
+        "2",
+        "--resolve",
+        "1",
+        "--remaining",
+        "r3",
+    ]);
     let t = sb.session()["task"].clone();
-    assert_eq!(t["completed"], serde_json::json!(["a, with a comma", "r1", "r2"]));
+    assert_eq!(
+        t["completed"],
+        serde_json::json!(["a, with a comma", "r1", "r2"])
+    );
     assert_eq!(t["remaining"], serde_json::json!(["r3"]));
     assert_eq!(t["blockers"], serde_json::json!(["b2"]));
 
@@ -199,7 +230,10 @@ fn update_refusals_change_nothing() {
     assert!(err.contains("no item #0 in blockers"), "{err}");
     let err = sb.fails(&["update"], 1);
     assert!(err.contains("nothing to update"), "{err}");
-    let err = sb.fails(&["update", "--completed", "  ", "--task", "Build the thing"], 1);
+    let err = sb.fails(
+        &["update", "--completed", "  ", "--task", "Build the thing"],
+        1,
+    );
     assert!(err.contains("nothing to update"), "{err}");
     let err = sb.fails(&["update", "--task", " "], 2);
     assert!(err.contains("cannot be empty"), "{err}");
@@ -212,10 +246,21 @@ fn update_refusals_change_nothing() {
 fn remove_by_list_name_and_singular_alias() {
     let sb = Sandbox::with_session();
     sb.ok(&[
-        "update", "--decision", "d1", "--decision", "d2", "--decision", "d3", "--remaining", "r1",
+        "update",
+        "--decision",
+        "d1",
+        "--decision",
+        "d2",
+        "--decision",
+        "d3",
+        "--remaining",
+        "r1",
     ]);
     let out = sb.ok(&["remove", "decision", "3", "1"]);
-    assert_eq!(out, "Removed from decisions: d1\nRemoved from decisions: d3\n");
+    assert_eq!(
+        out,
+        "Removed from decisions: d1\nRemoved from decisions: d3\n"
+    );
     assert_eq!(sb.session()["task"]["decisions"], serde_json::json!(["d2"]));
     let before = sb.bytes(".pas-agent/session.json");
     let err = sb.fails(&["remove", "remaining", "1", "2"], 2);
@@ -223,7 +268,17 @@ fn remove_by_list_name_and_singular_alias() {
     sb.fails(&["remove", "remainings", "1"], 2);
     sb.fails(&["remove", "remaining"], 2);
     assert_eq!(sb.bytes(".pas-agent/session.json"), before);
-    for list in ["completed", "remaining", "decisions", "blockers", "blocker", "constraints", "constraint", "discoveries", "discovery"] {
+    for list in [
+        "completed",
+        "remaining",
+        "decisions",
+        "blockers",
+        "blocker",
+        "constraints",
+        "constraint",
+        "discoveries",
+        "discovery",
+    ] {
         let out = sb.run(&["remove", list, "9"]);
         assert_eq!(out.status.code(), Some(2), "{list}: {}", stderr(&out));
         assert!(stderr(&out).contains("no item #9"), "{list}");
@@ -289,15 +344,46 @@ fn checkpoint_outside_git_records_no_files() {
 fn status_shows_lists_in_order_with_numbers() {
     let sb = Sandbox::with_session();
     sb.ok(&[
-        "update", "--objective", "obj", "--next", "nx", "--completed", "c1", "--remaining", "r1",
-        "--remaining", "r2", "--blocker", "b1", "--decision", "d1", "--constraint", "k1",
-        "--discovery", "x1",
+        "update",
+        "--objective",
+        "obj",
+        "--next",
+        "nx",
+        "--completed",
+        "c1",
+        "--remaining",
+        "r1",
+        "--remaining",
+        "r2",
+        "--blocker",
+        "b1",
+        "--decision",
+        "d1",
+        "--constraint",
+        "k1",
+        "--discovery",
+        "x1",
     ]);
     let out = sb.ok(&["status"]);
-    let order = ["Task:", "Objective: obj", "Next:      nx", "Completed (1):", "Remaining (2):", "   2. r2", "Blockers (1):", "Decisions (1):", "Constraints (1):", "Discoveries (1):", "Git:      main @", "Checkpoints: none yet"];
+    let order = [
+        "Task:",
+        "Objective: obj",
+        "Next:      nx",
+        "Completed (1):",
+        "Remaining (2):",
+        "   2. r2",
+        "Blockers (1):",
+        "Decisions (1):",
+        "Constraints (1):",
+        "Discoveries (1):",
+        "Git:      main @",
+        "Checkpoints: none yet",
+    ];
     let mut at = 0;
     for want in order {
-        let found = out[at..].find(want).unwrap_or_else(|| panic!("{want:?} not after byte {at} in:\n{out}"));
+        let found = out[at..]
+            .find(want)
+            .unwrap_or_else(|| panic!("{want:?} not after byte {at} in:\n{out}"));
         at += found + want.len();
     }
     assert!(out.contains("Root:     "), "{out}");
@@ -311,7 +397,12 @@ fn status_json_has_the_documented_shape() {
     let out = sb.ok(&["status", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["root"], sb.work.to_string_lossy().as_ref());
-    assert!(v["session_file"].as_str().unwrap().ends_with(".pas-agent/session.json"));
+    assert!(
+        v["session_file"]
+            .as_str()
+            .unwrap()
+            .ends_with(".pas-agent/session.json")
+    );
     assert_eq!(v["session"]["task"]["description"], "Build the thing");
     assert_eq!(v["git"]["branch"], "main");
     assert_eq!(v["git"]["dirty"], true);
@@ -334,7 +425,12 @@ fn list_and_show() {
     let head = sb.git(&["rev-parse", "--short=8", "HEAD"]);
     assert!(out.starts_with("work — 2 checkpoints\n"), "{out}");
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[1].starts_with("  1  20") && lines[1].contains("  one  (1 file) [") && lines[1].ends_with(&format!("[{head}]")), "{out}");
+    assert!(
+        lines[1].starts_with("  1  20")
+            && lines[1].contains("  one  (1 file) [")
+            && lines[1].ends_with(&format!("[{head}]")),
+        "{out}"
+    );
     assert!(lines[2].contains("  two  (2 files)"), "{out}");
 
     let json: serde_json::Value = serde_json::from_str(&sb.ok(&["list", "--json"])).unwrap();
@@ -345,14 +441,26 @@ fn list_and_show() {
     let out = sb.ok(&["show", "1"]);
     assert!(out.contains("Checkpoint #1"), "{out}");
     assert!(out.contains("Message:  one"), "{out}");
-    assert!(!out.contains("later"), "the first snapshot predates the item: {out}");
+    assert!(
+        !out.contains("later"),
+        "the first snapshot predates the item: {out}"
+    );
     assert!(out.contains("a.txt (untracked)"), "{out}");
-    let id = sb.session()["checkpoints"][1]["id"].as_str().unwrap().to_string();
+    let id = sb.session()["checkpoints"][1]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let out = sb.ok(&["show", &id[id.len() - 6..]]);
-    assert!(out.contains("Checkpoint #2") && out.contains("later"), "{out}");
+    assert!(
+        out.contains("Checkpoint #2") && out.contains("later"),
+        "{out}"
+    );
     let json: serde_json::Value = serde_json::from_str(&sb.ok(&["show", "2", "--json"])).unwrap();
     assert_eq!(json["number"], 2);
-    assert_eq!(json["task_snapshot"]["remaining"], serde_json::json!(["later"]));
+    assert_eq!(
+        json["task_snapshot"]["remaining"],
+        serde_json::json!(["later"])
+    );
     let err = sb.fails(&["show", "3"], 2);
     assert!(err.contains("no checkpoint #3"), "{err}");
     sb.fails(&["show", "zzzzzz"], 2);
@@ -378,14 +486,23 @@ fn global_dir_option_works_like_git() {
 #[test]
 fn control_characters_never_reach_the_terminal() {
     let sb = Sandbox::with_session();
-    sb.ok(&["update", "--remaining", "evil \x1b[2J\x1b]0;title\x07 item", "--next", "\u{9b}31m"]);
+    sb.ok(&[
+        "update",
+        "--remaining",
+        "evil \x1b[2J\x1b]0;title\x07 item",
+        "--next",
+        "\u{9b}31m",
+    ]);
     sb.write("bad\x1b[31mname.txt", "x");
     sb.ok(&["checkpoint", "msg \x1b[1m"]);
     for args in [vec!["status"], vec!["list"], vec!["show", "1"]] {
         let out = sb.run(&args);
         for stream in [&out.stdout, &out.stderr] {
             let text = String::from_utf8_lossy(stream);
-            assert!(!text.contains('\x1b') && !text.contains('\x07') && !text.contains('\u{9b}'), "{args:?}: {text:?}");
+            assert!(
+                !text.contains('\x1b') && !text.contains('\x07') && !text.contains('\u{9b}'),
+                "{args:?}: {text:?}"
+            );
         }
     }
 }
@@ -394,7 +511,10 @@ fn control_characters_never_reach_the_terminal() {
 fn output_to_a_closed_pipe_is_not_a_crash() {
     let sb = Sandbox::with_session();
     for i in 0..30 {
-        sb.ok(&["checkpoint", &format!("checkpoint number {i} with a long message to fill the pipe")]);
+        sb.ok(&[
+            "checkpoint",
+            &format!("checkpoint number {i} with a long message to fill the pipe"),
+        ]);
     }
     let mut child = sb
         .cmd()
@@ -407,4 +527,171 @@ fn output_to_a_closed_pipe_is_not_a_crash() {
     let out = child.wait_with_output().unwrap();
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     assert!(out.status.code().is_some_and(|c| c == 0));
+}
+
+/// Runs pas-agent under `script(1)`, which gives it a terminal. Once `prompt` shows up in its
+/// output, runs `meanwhile`, then types `answer`.
+fn with_terminal(
+    sb: &Sandbox,
+    args: &str,
+    prompt: &str,
+    meanwhile: impl FnOnce(),
+    answer: &str,
+) -> (std::process::ExitStatus, String) {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let mut cmd = std::process::Command::new("script");
+    let bin = crate::common::bin();
+    cmd.args([
+        "-q",
+        "-e",
+        "-c",
+        &format!("{} {args}", bin.display()),
+        "/dev/null",
+    ])
+    .current_dir(&sb.work)
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null());
+    for (k, v) in sb.cmd().get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let mut child = cmd.spawn().expect("script(1) from util-linux");
+    let seen = Arc::new(Mutex::new(String::new()));
+    let mut out = child.stdout.take().unwrap();
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen.lock().unwrap().contains(prompt) {
+        assert!(
+            Instant::now() < deadline,
+            "no {prompt:?} in {:?}",
+            seen.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    meanwhile();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(answer.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    let text = seen.lock().unwrap().clone();
+    (status, text)
+}
+
+#[test]
+fn prompts_on_a_terminal_and_before_taking_the_lock() {
+    let sb = Sandbox::repo();
+    let (status, out) = with_terminal(&sb, "init", "Task description:", || {}, "Typed task\n");
+    assert!(status.success(), "{out}");
+    assert_eq!(sb.session()["task"]["description"], "Typed task");
+
+    // While `checkpoint` waits for its message, other writers are not blocked (the original
+    // held the lock during the prompt).
+    let (status, out) = with_terminal(
+        &sb,
+        "checkpoint",
+        "Checkpoint message:",
+        || {
+            let mut cmd = sb.cmd();
+            cmd.env("PAS_AGENT_LOCK_TIMEOUT_MS", "200").args([
+                "update",
+                "--next",
+                "written meanwhile",
+            ]);
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+        },
+        "Typed message\n",
+    );
+    assert!(status.success(), "{out}");
+    let s = sb.session();
+    assert_eq!(s["checkpoints"][0]["message"], "Typed message");
+    assert_eq!(s["task"]["next_action"], "written meanwhile");
+    assert_eq!(
+        s["checkpoints"][0]["task_snapshot"]["next_action"],
+        "written meanwhile"
+    );
+}
+
+#[test]
+fn item_numbers_that_are_not_numbers_get_a_clear_message() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["update", "--remaining", "one"]);
+    for args in [
+        vec!["update", "--done", "one"],
+        vec!["update", "--done", "-1"],
+        vec!["update", "--resolve", "x"],
+        vec!["remove", "remaining", "first"],
+    ] {
+        let err = sb.fails(&args, 2);
+        assert!(
+            err.contains("expected an item number, as `pas-agent status` shows them"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn show_accepts_the_start_of_an_id() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["checkpoint", "one"]);
+    let id = sb.session()["checkpoints"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(sb.ok(&["show", &id[..8]]).contains("Checkpoint #1"));
+    assert!(sb.ok(&["show", &id]).contains("Checkpoint #1"));
+}
+
+#[test]
+fn bad_environment_values_are_warned_about_not_ignored() {
+    let sb = Sandbox::with_session();
+    let mut cmd = sb.cmd();
+    cmd.env("PAS_AGENT_LOCK_TIMEOUT_MS", "soon")
+        .env("PAS_AGENT_GIT", "libgit2")
+        .args(["update", "--next", "x"]);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("PAS_AGENT_LOCK_TIMEOUT_MS=soon is not a number"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("PAS_AGENT_GIT=libgit2 is not one of").count(),
+        1,
+        "once: {err}"
+    );
+}
+
+#[test]
+fn nested_inside_git_is_explained() {
+    let sb = Sandbox::repo();
+    std::fs::create_dir_all(sb.path("sub")).unwrap();
+    let out = sb.run_in("sub", &["init", "--task", "t", "--nested"]);
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("--nested only applies outside git"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(sb.path(".pas-agent/session.json").exists());
 }

@@ -122,7 +122,9 @@ impl Sandbox {
         assert!(
             out.status.success(),
             "pas-agent {:?} failed ({:?})\nstdout:\n{}\nstderr:\n{}",
-            args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect::<Vec<_>>(),
+            args.iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned())
+                .collect::<Vec<_>>(),
             out.status,
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
@@ -137,7 +139,9 @@ impl Sandbox {
             out.status.code(),
             Some(code),
             "pas-agent {:?}: expected exit {code}\nstdout:\n{}\nstderr:\n{}",
-            args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect::<Vec<_>>(),
+            args.iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned())
+                .collect::<Vec<_>>(),
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );

@@ -4,5 +4,10 @@
 mod common;
 
 mod commands;
+mod docs;
+mod export;
+mod git;
 mod hooks;
 mod hooks_tmux;
+mod run;
+mod store;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Benchmark: reading a session on a large repository, against git itself (SPEC §8: "status on a
+# large repository no slower than git status").
+#
+# Builds a repository of 10,000 committed files (100 of them then modified, 20 untracked), takes
+# a checkpoint so that `status` has to fingerprint and compare the changed files, and times with
+# hyperfine (medians are what docs/performance.md reports):
+#   - pas-agent status            (gix in process)
+#   - pas-agent status            (PAS_AGENT_GIT=cli: the git CLI fallback)
+#   - pas-agent checkpoint        (status + fingerprints + a locked atomic write)
+#   - git status                  (what a user would run)
+#   - git status --porcelain=v2 -z --untracked-files=all   (what the CLI fallback runs)
+#
+# Usage: bench/status.sh [FILES]    (needs hyperfine: apt-get install hyperfine)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+files=${1:-10000}
+cargo build --release --locked -q
+bin="$PWD/target/release/pas-agent"
+work=$(mktemp -d "${TMPDIR:-/tmp}/pas-agent-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
+git init -q -b main
+for d in $(seq 0 99); do
+  mkdir -p "src/d$d"
+  for f in $(seq 0 $((files / 100 - 1))); do printf 'file %s %s\n' "$d" "$f" > "src/d$d/f$f.txt"; done
+done
+git add -A && git commit -q -m "$files files"
+for d in $(seq 0 99); do echo changed >> "src/d$d/f0.txt"; done
+for u in $(seq 0 19); do echo new > "untracked$u.txt"; done
+"$bin" init --task bench >/dev/null
+"$bin" checkpoint "baseline" >/dev/null
+echo "repository: $(git ls-files | wc -l) tracked files, $(git status --porcelain | wc -l) changed"
+hyperfine --warmup 3 --runs 20 -N \
+  --command-name "pas-agent status (gix)" "$bin status" \
+  --command-name "pas-agent status (git CLI fallback)" "env PAS_AGENT_GIT=cli $bin status" \
+  --command-name "git status" "git status" \
+  --command-name "git status --porcelain=v2 -z -uall" "git --no-optional-locks status --porcelain=v2 -z --untracked-files=all" \
+  --export-markdown "$work/status.md"
+hyperfine --warmup 3 --runs 20 -N \
+  --command-name "pas-agent checkpoint" "$bin checkpoint bench" \
+  --command-name "pas-agent update" "$bin update --remaining bench" \
+  --export-markdown "$work/write.md"
+cat "$work/status.md" "$work/write.md"

@@ -1,0 +1,348 @@
+//! `pas-agent run` with real programs (no terminal: inherited stdio) and `pas-agent runs`.
+
+use serde_json::{Value, json};
+
+use crate::common::{Sandbox, stderr, stdout};
+
+fn last_run(sb: &Sandbox) -> Value {
+    sb.session()["runs"]
+        .as_array()
+        .expect("runs")
+        .last()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_program_that_edits_and_commits_is_recorded() {
+    let sb = Sandbox::with_session();
+    sb.write("already-dirty.txt", "before the run\n");
+    let script = sb.stand_in(
+        "edit-and-commit",
+        r#"echo "args: $*"
+echo "fresh" > lib.rs
+git add lib.rs && git commit -q -m "Add lib.rs"
+echo "scratch" > notes.txt
+echo "tracked edit" >> README.md
+exit 3"#,
+    );
+    let head_before = sb.git(&["rev-parse", "HEAD"]);
+    let out = sb.run(&["run", "--", script.to_str().unwrap(), "one", "two words"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stdout(&out).contains("args: one two words"));
+    assert!(stderr(&out).contains("exited 3"), "{}", stderr(&out));
+    let head_after = sb.git(&["rev-parse", "HEAD"]);
+    let run = last_run(&sb);
+    assert_eq!(run["agent"], "edit-and-commit");
+    assert_eq!(
+        run["argv"],
+        json!([script.to_str().unwrap(), "one", "two words"])
+    );
+    assert_eq!(run["cwd"], sb.work.to_str().unwrap());
+    assert_eq!(run["state"], "finished");
+    assert_eq!(run["exit_code"], 3);
+    assert_eq!(run["signal"], Value::Null);
+    assert_eq!(run["head_before"], head_before.as_str());
+    assert_eq!(run["head_after"], head_after.as_str());
+    assert_eq!(
+        run["commits"],
+        json!([{"id": head_after, "summary": "Add lib.rs"}])
+    );
+    let files: Vec<(String, String)> = run["files_changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["status"].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        files,
+        vec![
+            ("README.md".to_string(), "\"Modified\"".to_string()),
+            ("lib.rs".to_string(), "\"Added\"".to_string()),
+            ("notes.txt".to_string(), "\"Untracked\"".to_string()),
+        ],
+        "the pre-existing dirty file is not the run's"
+    );
+    assert!(run["duration_ms"].as_u64().is_some());
+    assert!(run["ended_at"].as_str().unwrap() >= run["started_at"].as_str().unwrap());
+    let pid = run["launcher_pid"].as_u64().expect("launcher pid");
+    assert!(pid > 0 && pid != u64::from(std::process::id()));
+    assert!(
+        run["launcher_started"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("linux:"))
+    );
+    assert!(
+        run.get("baseline").is_none(),
+        "the baseline is dropped once finished"
+    );
+    // Checkpoints around the run.
+    let s = sb.session();
+    let cps = s["checkpoints"].as_array().unwrap();
+    assert_eq!(cps.len(), 2);
+    assert_eq!(cps[0]["message"], "before edit-and-commit run");
+    assert_eq!(cps[1]["message"], "after edit-and-commit run");
+    assert_eq!(run["checkpoint_before"], cps[0]["id"]);
+    assert_eq!(run["checkpoint_after"], cps[1]["id"]);
+    assert_eq!(cps[1]["git"]["commit"], head_after.as_str());
+    assert_eq!(s["git"]["commit"], head_after.as_str());
+}
+
+#[test]
+fn a_known_agent_gets_its_context_file_before_it_starts() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["update", "--next", "Write the parser"]);
+    // A stand-in `codex` that proves AGENTS.md was there when it started, and that it runs in a
+    // recorded run.
+    sb.stand_in(
+        "codex",
+        r#"grep -q "Write the parser" AGENTS.md || exit 42
+test -n "$PAS_AGENT_RUN_ID" || exit 43
+echo "$PAS_AGENT_RUN_ID" > run-id.txt"#,
+    );
+    let out = sb.run(&["run", "codex", "--", "exec", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run = last_run(&sb);
+    assert_eq!(run["agent"], "codex");
+    assert_eq!(run["argv"], json!(["codex", "exec", "hi"]));
+    assert_eq!(sb.read("run-id.txt").trim(), run["id"].as_str().unwrap());
+    // Our own export is not counted as the agent's change.
+    let paths: Vec<&str> = run["files_changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["run-id.txt"]);
+    // Aliases and executable names resolve to the agent.
+    sb.stand_in("claude", "test -f CLAUDE.md");
+    let out = sb.run(&["run", "claude"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(last_run(&sb)["agent"], "claude-code");
+    sb.stand_in("gemini", "test -f GEMINI.md");
+    assert_eq!(sb.run(&["run", "gemini-cli"]).status.code(), Some(0));
+    assert_eq!(last_run(&sb)["agent"], "gemini-cli");
+}
+
+#[test]
+fn no_checkpoint_and_no_export() {
+    let sb = Sandbox::with_session();
+    sb.stand_in("codex", "test ! -f AGENTS.md");
+    let out = sb.run(&["run", "--no-checkpoint", "--no-export", "codex"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!sb.path("AGENTS.md").exists());
+    let s = sb.session();
+    assert_eq!(s["checkpoints"], json!([]));
+    let run = last_run(&sb);
+    assert_eq!(run["checkpoint_before"], Value::Null);
+    assert_eq!(run["checkpoint_after"], Value::Null);
+    assert_eq!(run["state"], "finished");
+}
+
+#[test]
+fn launcher_failures_use_125_to_127_and_record_nothing() {
+    let sb = Sandbox::with_session();
+    let err = sb.fails(&["run", "--", "no-such-program-xyz"], 127);
+    assert!(
+        err.contains("no-such-program-xyz: command not found"),
+        "{err}"
+    );
+    let err = sb.fails(&["run", "kiro-cli"], 127);
+    assert!(err.contains("Kiro CLI is not installed"), "{err}");
+    sb.write("not-exec.sh", "#!/bin/sh\necho hi\n");
+    let err = sb.fails(&["run", "--", "./not-exec.sh"], 126);
+    assert!(err.contains("not an executable"), "{err}");
+    sb.write("bad-interp.sh", "#!/nonexistent/interpreter\n");
+    crate::common::make_executable(&sb.path("bad-interp.sh"));
+    sb.fails(&["run", "--", "./bad-interp.sh"], 126);
+    let err = sb.fails(&["run"], 125);
+    assert!(err.contains("nothing to run"), "{err}");
+    assert!(
+        sb.session()
+            .get("runs")
+            .is_none_or(|r| r.as_array().unwrap().is_empty())
+    );
+
+    let outside = Sandbox::repo();
+    outside.stand_in("codex", "exit 0");
+    let err = outside.fails(&["run", "codex"], 125);
+    assert!(err.contains("no pas-agent session found"), "{err}");
+}
+
+#[test]
+fn a_damaged_session_stops_the_launch_with_125() {
+    let sb = Sandbox::with_session();
+    sb.write(".pas-agent/session.json", "{");
+    sb.stand_in("codex", "touch ran.txt");
+    let err = sb.fails(&["run", "codex"], 125);
+    assert!(err.contains("session.json"), "{err}");
+    assert!(
+        !sb.path("ran.txt").exists(),
+        "the agent does not start without a record"
+    );
+    assert_eq!(sb.read(".pas-agent/session.json"), "{");
+}
+
+#[test]
+fn a_broken_context_file_skips_the_export_but_the_agent_runs() {
+    let sb = Sandbox::with_session();
+    let broken = "<!-- pas-agent:start\nhalf a block\n";
+    sb.write("AGENTS.md", broken);
+    sb.stand_in("codex", "touch ran.txt");
+    let out = sb.run(&["run", "codex"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("export skipped"), "{}", stderr(&out));
+    assert!(sb.path("ran.txt").exists());
+    assert_eq!(sb.read("AGENTS.md"), broken);
+}
+
+#[test]
+fn death_by_signal_exits_128_plus_the_signal() {
+    let sb = Sandbox::with_session();
+    let out = sb.run(&["run", "--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    let run = last_run(&sb);
+    assert_eq!(run["exit_code"], Value::Null);
+    assert_eq!(run["signal"], 15);
+    assert_eq!(run["state"], "finished");
+}
+
+#[test]
+fn an_interrupt_reaches_the_agent_and_the_launcher_still_records() {
+    let sb = Sandbox::with_session();
+    let mut cmd = sb.cmd();
+    // The agent traps SIGINT and exits 7; the interrupt is sent to the whole process group, as
+    // a terminal's Ctrl-C is.
+    cmd.args([
+        "run",
+        "--",
+        "sh",
+        "-c",
+        "trap 'exit 7' INT; touch started; while :; do sleep 0.1; done",
+    ]);
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    let mut child = cmd.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !sb.path("started").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pgid = child.id() as i32;
+    let status = std::process::Command::new("kill")
+        .args(["-INT", "--", &format!("-{pgid}")])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait().unwrap();
+    assert_eq!(out.code(), Some(7));
+    let run = last_run(&sb);
+    assert_eq!(run["state"], "finished");
+    assert_eq!(run["exit_code"], 7);
+}
+
+#[test]
+fn sigterm_to_the_launcher_is_forwarded_to_the_agent() {
+    let sb = Sandbox::with_session();
+    let mut cmd = sb.cmd();
+    cmd.args([
+        "run",
+        "--",
+        "sh",
+        "-c",
+        "trap 'exit 9' TERM; touch started; while :; do sleep 0.1; done",
+    ]);
+    let mut child = cmd.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !sb.path("started").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(child.wait().unwrap().code(), Some(9));
+    assert_eq!(last_run(&sb)["exit_code"], 9);
+}
+
+#[test]
+fn runs_lists_the_records() {
+    let sb = Sandbox::with_session();
+    let out = sb.ok(&["runs"]);
+    assert!(out.contains("No runs yet"), "{out}");
+    sb.run(&["run", "--", "true"]);
+    sb.run(&["run", "--", "false"]);
+    let out = sb.ok(&["runs"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[1].contains(" true ") && lines[1].contains("finished") && lines[1].contains(" 0 "),
+        "{out}"
+    );
+    assert!(
+        lines[2].contains(" false ") && lines[2].contains(" 1 "),
+        "{out}"
+    );
+    let v: Value = serde_json::from_str(&sb.ok(&["runs", "--json"])).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1]["exit_code"], 1);
+    for key in [
+        "id",
+        "agent",
+        "argv",
+        "cwd",
+        "state",
+        "started_at",
+        "ended_at",
+        "duration_ms",
+        "exit_code",
+        "signal",
+        "launcher_pid",
+        "launcher_started",
+        "head_before",
+        "head_after",
+        "commits",
+        "files_changed",
+        "agent_session_id",
+        "checkpoint_before",
+        "checkpoint_after",
+        "capture",
+    ] {
+        assert!(runs[0].get(key).is_some(), "run record field {key}");
+    }
+    // status mentions the latest run.
+    assert!(
+        sb.ok(&["status"]).contains("Runs:     2 (latest false"),
+        "{}",
+        sb.ok(&["status"])
+    );
+    // And the export tells the next agent about it.
+    sb.ok(&["export", "--to", "codex"]);
+    assert!(sb.read("AGENTS.md").contains("## Recent Agent Runs"));
+}
+
+#[test]
+fn a_run_outside_git_records_without_git_data() {
+    let sb = Sandbox::plain();
+    sb.ok(&["init", "--task", "t"]);
+    let out = sb.run(&["run", "--", "sh", "-c", "echo x > f.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run = last_run(&sb);
+    assert_eq!(run["head_before"], Value::Null);
+    assert_eq!(run["files_changed"], json!([]));
+    assert_eq!(run["state"], "finished");
+}
