@@ -162,10 +162,11 @@ pub fn render(shell: Shell, bin: &Path, commands: &[&str]) -> Result<String> {
 pub fn binary_path() -> Result<PathBuf> {
     let me = std::env::current_exe().map_err(|e| Error::io("<current executable>", e))?;
     let canonical = |p: &Path| p.canonicalize().ok();
-    if let Ok(on_path) = which::which("pas-agent") {
-        if canonical(&on_path).is_some() && canonical(&on_path) == canonical(&me) {
-            return Ok(on_path);
-        }
+    if let Ok(on_path) = which::which("pas-agent")
+        && canonical(&on_path).is_some()
+        && canonical(&on_path) == canonical(&me)
+    {
+        return Ok(on_path);
     }
     Ok(me)
 }

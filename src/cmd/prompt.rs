@@ -56,18 +56,18 @@ fn output(args: &PromptArgs) -> Option<String> {
     let mut watched = vec![(session_path.clone(), mtime(&session_path))];
     let loaded = project.load();
     let mut head = None;
-    if let Ok(session) = &loaded {
-        if !session.checkpoints.is_empty() {
-            if let Ok(Some(repo)) = git::discover(&project.root) {
-                if let Some(dir) = repo.git_dir() {
-                    for file in [dir.join("HEAD"), dir.join("logs").join("HEAD")] {
-                        let time = mtime(&file);
-                        watched.push((file, time));
-                    }
-                }
-                head = repo.head().ok();
+    // HEAD matters only for the stale mark, and that needs a checkpoint.
+    if let Ok(session) = &loaded
+        && !session.checkpoints.is_empty()
+        && let Ok(Some(repo)) = git::discover(&project.root)
+    {
+        if let Some(dir) = repo.git_dir() {
+            for file in [dir.join("HEAD"), dir.join("logs").join("HEAD")] {
+                let time = mtime(&file);
+                watched.push((file, time));
             }
         }
+        head = repo.head().ok();
     }
     let (segment, notice) = match &loaded {
         Ok(session) => {
@@ -278,10 +278,10 @@ fn prune(dir: &Path, keep: &str) {
         if name == keep {
             continue;
         }
-        if let Ok(pid) = name.parse::<u32>() {
-            if process_is_gone(pid) {
-                let _ = fs::remove_file(entry.path());
-            }
+        if let Ok(pid) = name.parse::<u32>()
+            && process_is_gone(pid)
+        {
+            let _ = fs::remove_file(entry.path());
         }
     }
 }
