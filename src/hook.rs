@@ -388,6 +388,24 @@ mod tests {
     }
 
     #[test]
+    fn the_powershell_examples_in_the_docs_parse() {
+        let doc = include_str!("../docs/hooks.md");
+        let blocks: Vec<&str> = doc
+            .split("```powershell\n")
+            .skip(1)
+            .filter_map(|b| b.split("```").next())
+            .collect();
+        assert!(
+            !blocks.is_empty(),
+            "docs/hooks.md shows a PowerShell set-up"
+        );
+        for block in blocks {
+            let bad = powershell_errors(block);
+            assert!(bad.is_empty(), "{bad:?} in\n{block}");
+        }
+    }
+
+    #[test]
     fn the_powershell_script_parses_as_written_and_rendered() {
         let template = Shell::PowerShell.template();
         let bad = powershell_errors(template);

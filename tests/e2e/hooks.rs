@@ -440,40 +440,84 @@ fn a_vanished_binary_is_reported_once_and_the_shell_keeps_working() {
     );
 }
 
+/// The code block in docs/hooks.md whose first line is `first`.
+pub fn documented(first: &str) -> String {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/hooks.md"))
+        .expect("read docs/hooks.md");
+    let mut block: Option<String> = None;
+    for line in doc.lines() {
+        match &mut block {
+            None if line == first => block = Some(format!("{line}\n")),
+            Some(b) if line.starts_with("```") => return b.clone(),
+            Some(b) => b.push_str(&format!("{line}\n")),
+            None => {}
+        }
+    }
+    panic!("docs/hooks.md has no code block starting with {first:?}")
+}
+
 #[test]
-fn session_text_is_shown_but_never_evaluated() {
+fn the_documented_prompt_settings_show_session_text_and_never_run_it() {
     let sb = Sandbox::with_session();
+    std::os::unix::fs::symlink(crate::common::bin(), sb.bin_dir.join("pas-agent")).unwrap();
     let evil = "%n\\w $(touch INJ1) `touch INJ2` \u{1b}[2J %F{red} ${HOME}";
     sb.ok(&["update", "--task", evil]);
-    let shown = "%n\\w $(touch INJ1) `touch INJ2` ?[2J %F{red} ${HOME}";
-    for (program, args, body) in [
+    // What the prompt must show: the text as it is, cut to 32 characters.
+    let shown: String = "%n\\w $(touch INJ1) `touch INJ2` ?[2J"
+        .chars()
+        .take(31)
+        .collect();
+    let cases = [
         (
             "bash",
             BASH_STRICT,
-            "eval \"$PAS_HOOK\"; __pas_agent_precmd\nPS1='<${PAS_AGENT_PROMPT-}>'; printf '%s\\n' \"${PS1@P}\"",
+            format!(
+                "PS1='base> '\n{}__pas_agent_precmd\nprintf '%s\\n' \"${{PS1@P}}\"",
+                documented("# ~/.bashrc")
+            ),
+            format!("({shown}…) base> "),
         ),
         (
             "zsh",
             ZSH_STRICT,
-            "eval \"$PAS_HOOK\"; __pas_agent_precmd\nsetopt prompt_subst\n\
-             PROMPT='<${PAS_AGENT_PROMPT//\\%/%%}>'; print -rP -- \"$PROMPT\"",
+            format!(
+                "PROMPT='base> '\n{}__pas_agent_precmd\nprint -rP -- \"$PROMPT\"",
+                documented("# ~/.zshrc")
+            ),
+            format!("({shown}…) base> "),
         ),
         (
             "fish",
             FISH,
-            "printf '%s\\n' $PAS_HOOK | source; emit fish_prompt\n\
-             function fish_prompt; printf '<%s>' $PAS_AGENT_PROMPT; end; fish_prompt; echo",
+            format!(
+                "{}emit fish_prompt\nfish_right_prompt; echo",
+                documented("# ~/.config/fish/config.fish")
+            ),
+            format!("({shown}…)"),
         ),
-    ] {
-        let out = shell(&sb, program, args, body);
-        let text = quiet_success(&out);
-        // The documented prompt settings show the text as it is (cut to 32 characters).
-        let want: String = shown.chars().take(31).collect::<String>() + "…";
-        assert_eq!(text.trim_end(), format!("<{want}>"), "{program}");
+    ];
+    for (program, args, body, want) in cases {
+        let out = shell(&sb, program, args, &body);
+        assert_eq!(
+            quiet_success(&out).trim_end_matches('\n'),
+            want,
+            "{program}"
+        );
         for f in ["INJ1", "INJ2"] {
             assert!(!sb.path(f).exists(), "{program} ran text from the session");
         }
     }
+    // Outside a session the documented prompts are unchanged.
+    let out = shell(
+        &sb,
+        "bash",
+        BASH_STRICT,
+        &format!(
+            "cd /\nPS1='base> '\n{}__pas_agent_precmd\nprintf '%s\\n' \"${{PS1@P}}\"",
+            documented("# ~/.bashrc")
+        ),
+    );
+    assert_eq!(quiet_success(&out), "base> \n");
 }
 
 /// Runs the binary with the isolated environment (its stamps under the sandbox); asserts exit
