@@ -14,7 +14,10 @@
 #        nothing changed               the common case: builtins only, no process
 #        session changed               after a `pas-agent update` (run outside the timing)
 #        $(true)                       a command substitution of /bin/true, for scale
-#   3. how many processes the hook started over 200 unchanged prompts (must be 0).
+#   3. how many processes the hook started over 200 unchanged prompts (must be 0);
+#   4. `pas-agent prompt` again once the session holds 200 checkpoints of the 121 changed files
+#      (the prompt reads the whole session file; this shows how that grows), beside the
+#      `pas-agent update` that would have changed it.
 # Medians are what docs/performance.md reports.
 #
 # Usage: bench/prompt.sh [FILES]    (needs hyperfine, zsh: apt-get install hyperfine zsh)
@@ -73,6 +76,7 @@ echo
 echo "| shell | nothing changed | session changed | \$(true) |"
 echo "|---|---:|---:|---:|"
 
+# shellcheck disable=SC2016 # the drivers are expanded by the shells that run them
 bash_driver='
 eval "$("$PAS" hook bash)"
 __pas_agent_precmd
@@ -88,6 +92,7 @@ for i in $(seq 200); do
   s=$EPOCHREALTIME; x=$(/bin/true); e=$EPOCHREALTIME; us "$s" "$e" >> "$OUT.true"
 done
 '
+# shellcheck disable=SC2016
 zsh_driver='
 zmodload zsh/datetime
 eval "$("$PAS" hook zsh)"
@@ -129,3 +134,18 @@ __pas_agent_precmd
 for i in $(seq 200); do __pas_agent_precmd; done
 ' 2>/dev/null
 echo "bash: $(($(wc -l < "$work/calls") - 1)) (plus 1 for the first prompt)"
+
+echo
+echo "## 4. A larger session"
+for i in $(seq 199); do "$bin" checkpoint "step $i" >/dev/null; done
+echo "session.json: $(wc -c < .pas-agent/session.json) bytes, 200 checkpoints"
+hyperfine --warmup 3 --runs 50 -N --style none \
+  --command-name "pas-agent prompt (200 checkpoints)" "$bin prompt" \
+  --command-name "pas-agent update (200 checkpoints)" "$bin update --next bench" \
+  --export-json "$work/large.json" >/dev/null 2>&1
+awk -F': ' '
+  /"command"/ { gsub(/[",]/, "", $2); cmd = $2 }
+  /"mean"/ { gsub(/,/, "", $2); mean = $2 }
+  /"median"/ { gsub(/,/, "", $2); median = $2 }
+  /"min"/ { gsub(/,/, "", $2); printf "| %s | %.2f | %.2f | %.2f |\n", cmd, median * 1000, mean * 1000, $2 * 1000 }
+' "$work/large.json"

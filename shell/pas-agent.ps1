@@ -158,7 +158,8 @@ if ($__pasAgentInteractive -and -not $env:PAS_AGENT_RUN_ID -and -not $env:CLAUDE
         function global:prompt {
             # $? and $LASTEXITCODE first: every statement below changes $?.
             $pasAgentOk = $global:?
-            $pasAgentExitCode = $global:LASTEXITCODE
+            # Read this way, a LASTEXITCODE that was never set is no error under StrictMode.
+            $pasAgentExitCode = Get-Variable -Name 'LASTEXITCODE' -Scope Global -ValueOnly -ErrorAction Ignore
             try {
                 __PasAgentUpdate
             } catch {
