@@ -702,3 +702,104 @@ fn stamps_of_exited_shells_are_removed_when_a_new_shell_starts() {
     assert!(dir.join(alive.to_string()).exists() && dir.join("notes").exists());
     assert!(dir.join("1").exists());
 }
+
+/// A stand-in for starship's prompt binary: prints what a prompt module reading the environment
+/// would see, and the status it was given.
+const FAKE_STARSHIP: &str = "printf '<%s|%s>' \"${PAS_AGENT_PROMPT-none}\" \"$2\"";
+
+/// How starship hooks into bash when PROMPT_COMMAND is a string (starship's init, as described in
+/// ../shared/reference/shell-hooks.md §1.2, written for this test): it keeps the old value in
+/// STARSHIP_PROMPT_COMMAND and evaluates it in its own prompt command, then draws the prompt.
+const FAKE_STARSHIP_BASH: &str = r#"
+starship_precmd() {
+    STARSHIP_CMD_STATUS=$?
+    if [[ -n "${STARSHIP_PROMPT_COMMAND-}" ]]; then eval "$STARSHIP_PROMPT_COMMAND"; fi
+    PS1="$(starship prompt --status="$STARSHIP_CMD_STATUS")"
+}
+if [[ -z "${PROMPT_COMMAND-}" ]]; then
+    PROMPT_COMMAND=starship_precmd
+elif [[ "$PROMPT_COMMAND" != *starship_precmd* ]]; then
+    STARSHIP_PROMPT_COMMAND=$PROMPT_COMMAND
+    PROMPT_COMMAND=starship_precmd
+fi
+"#;
+
+/// starship in zsh: a precmd hook saves the status, and the prompt runs `starship prompt`.
+const FAKE_STARSHIP_ZSH: &str = r#"
+autoload -Uz add-zsh-hook
+starship_precmd() { typeset -g STARSHIP_CMD_STATUS=$? }
+add-zsh-hook precmd starship_precmd
+setopt prompt_subst
+PROMPT='$(starship prompt --status=$STARSHIP_CMD_STATUS)'
+"#;
+
+#[test]
+fn a_prompt_drawn_by_another_program_sees_the_new_text_at_once_in_either_load_order() {
+    let sb = Sandbox::with_session();
+    sb.stand_in("starship", FAKE_STARSHIP);
+    // One prompt after a command that failed with 5, then one after `pas-agent update`.
+    let bash_prompt = "set +e; (exit 5); eval \"$PROMPT_COMMAND\"; printf '%s\\n' \"$PS1\"\n\
+                       \"$PAS\" update --task Changed >/dev/null; eval \"$PROMPT_COMMAND\"; printf '%s\\n' \"$PS1\"\n\
+                       \"$PAS\" update --task 'Build the thing' >/dev/null";
+    // zsh gives every precmd hook the user's $? (callhookfunc), and so does this loop.
+    let zsh_prompt = "setopt no_err_exit; ret() { return $1 }\n\
+                      precmd() { local s=$? f; for f in \"${precmd_functions[@]}\"; do ret $s; $f; done }\n\
+                      (exit 5); precmd; print -rP -- \"$PROMPT\"\n\
+                      \"$PAS\" update --task Changed >/dev/null\n\
+                      precmd; print -rP -- \"$PROMPT\"\n\
+                      \"$PAS\" update --task 'Build the thing' >/dev/null";
+    // fish itself keeps $status across fish_prompt handlers (the tmux tests see it); `emit`
+    // here does not, so this run only checks the text.
+    let fish_prompt = "function fish_prompt; starship prompt --status=$status; end\n\
+                       emit fish_prompt; fish_prompt; echo\n\
+                       $PAS update --task Changed >/dev/null; emit fish_prompt; fish_prompt; echo\n\
+                       $PAS update --task 'Build the thing' >/dev/null";
+    let hook_bash = "eval \"$PAS_HOOK\"";
+    let hook_fish = "printf '%s\\n' $PAS_HOOK | source";
+    for (program, args, first, second, prompt, want_status) in [
+        (
+            "bash",
+            BASH_STRICT,
+            hook_bash,
+            FAKE_STARSHIP_BASH,
+            bash_prompt,
+            "--status=5",
+        ),
+        (
+            "bash",
+            BASH_STRICT,
+            FAKE_STARSHIP_BASH,
+            hook_bash,
+            bash_prompt,
+            "--status=5",
+        ),
+        (
+            "zsh",
+            ZSH_STRICT,
+            hook_bash,
+            FAKE_STARSHIP_ZSH,
+            zsh_prompt,
+            "--status=5",
+        ),
+        (
+            "zsh",
+            ZSH_STRICT,
+            FAKE_STARSHIP_ZSH,
+            hook_bash,
+            zsh_prompt,
+            "--status=5",
+        ),
+        ("fish", FISH, hook_fish, "", fish_prompt, "--status=0"),
+    ] {
+        let body = format!("{first}\n{second}\n{prompt}");
+        let out = quiet_success(&shell(&sb, program, args, &body));
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            [
+                format!("<Build the thing|{want_status}>"),
+                "<Changed|--status=0>".to_string()
+            ],
+            "{program}: {first:.20} first"
+        );
+    }
+}
