@@ -12,6 +12,7 @@
 #   2. the hook function itself, inside bash and zsh (loaded with `-i`, as from an rc file),
 #      timed call by call with EPOCHREALTIME:
 #        nothing changed               the common case: builtins only, no process
+#        outside a session             the walk up from a directory 14 levels below /, no session
 #        session changed               after a `pas-agent update` (run outside the timing)
 #        $(true)                       a command substitution of /bin/true, for scale
 #   3. how many processes the hook started over 200 unchanged prompts (must be 0);
@@ -73,8 +74,8 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 echo
 echo "## 2. The hook function, per prompt (median microseconds)"
 echo
-echo "| shell | nothing changed | session changed | \$(true) |"
-echo "|---|---:|---:|---:|"
+echo "| shell | nothing changed | outside a session | session changed | \$(true) |"
+echo "|---|---:|---:|---:|---:|"
 
 # shellcheck disable=SC2016 # the drivers are expanded by the shells that run them
 bash_driver='
@@ -90,6 +91,11 @@ for i in $(seq 100); do
 done
 for i in $(seq 200); do
   s=$EPOCHREALTIME; x=$(/bin/true); e=$EPOCHREALTIME; us "$s" "$e" >> "$OUT.true"
+done
+cd "$DEEP"
+__pas_agent_precmd
+for i in $(seq 500); do
+  s=$EPOCHREALTIME; __pas_agent_precmd; e=$EPOCHREALTIME; us "$s" "$e" >> "$OUT.outside"
 done
 '
 # shellcheck disable=SC2016
@@ -108,14 +114,21 @@ done
 for i in {1..200}; do
   s=$EPOCHREALTIME; x=$(/bin/true); e=$EPOCHREALTIME; us $s $e >> $OUT.true
 done
+cd $DEEP
+__pas_agent_precmd
+for i in {1..500}; do
+  s=$EPOCHREALTIME; __pas_agent_precmd; e=$EPOCHREALTIME; us $s $e >> $OUT.outside
+done
 '
+export DEEP="$work/outside/a/b/c/d/e/f/g/h/i/j/k"
+mkdir -p "$DEEP"
 for shell in bash zsh; do
   out="$work/$shell"
   case $shell in
     bash) PAS="$bin" OUT="$out" bash --norc --noprofile -i -c "$bash_driver" 2>/dev/null ;;
     zsh) PAS="$bin" OUT="$out" zsh -f -i -c "$zsh_driver" 2>/dev/null ;;
   esac
-  echo "| $shell | $(median < "$out.same") | $(median < "$out.changed") | $(median < "$out.true") |"
+  echo "| $shell | $(median < "$out.same") | $(median < "$out.outside") | $(median < "$out.changed") | $(median < "$out.true") |"
 done
 
 echo
@@ -141,7 +154,7 @@ for i in $(seq 199); do "$bin" checkpoint "step $i" >/dev/null; done
 echo "session.json: $(wc -c < .pas-agent/session.json) bytes, 200 checkpoints"
 hyperfine --warmup 3 --runs 50 -N --style none \
   --command-name "pas-agent prompt (200 checkpoints)" "$bin prompt" \
-  --command-name "pas-agent update (200 checkpoints)" "$bin update --next bench" \
+  --command-name "pas-agent update (200 checkpoints)" "$bin update --remaining bench" \
   --export-json "$work/large.json" >/dev/null 2>&1
 awk -F': ' '
   /"command"/ { gsub(/[",]/, "", $2); cmd = $2 }
