@@ -132,7 +132,9 @@ if [[ $- == *i* && -z ${PAS_AGENT_RUN_ID-} && -z ${CLAUDECODE-} ]]; then
     __pas_agent_wrap() {
         local name=$1
         shift
-        if [[ ${PAS_AGENT_WRAP-1} != 0 && -z $__pas_agent_off && -z ${PAS_AGENT_RUN_ID-} && $- == *i* ]]; then
+        # Checked first, and with defaults: agents copy functions into non-interactive shells
+        # where the hook's variables do not exist.
+        if [[ $- == *i* && ${PAS_AGENT_WRAP-1} != 0 && -z ${__pas_agent_off-} && -z ${PAS_AGENT_RUN_ID-} ]]; then
             __pas_agent_find
             if [[ -n $__pas_agent_here ]]; then
                 if [[ -x $__pas_agent_bin ]]; then

@@ -126,7 +126,7 @@ if status is-interactive; and not set -q PAS_AGENT_RUN_ID; and not set -q CLAUDE
     function __pas_agent_wrap
         set -l name $argv[1]
         set -e argv[1]
-        if test "$PAS_AGENT_WRAP" != 0; and test -z "$__pas_agent_off"; and not set -q PAS_AGENT_RUN_ID; and status is-interactive
+        if status is-interactive; and test "$PAS_AGENT_WRAP" != 0; and test -z "$__pas_agent_off"; and not set -q PAS_AGENT_RUN_ID
             __pas_agent_find
             if test -n "$__pas_agent_here"
                 if test -x "$__pas_agent_bin"

@@ -803,3 +803,28 @@ fn a_prompt_drawn_by_another_program_sees_the_new_text_at_once_in_either_load_or
         );
     }
 }
+
+#[test]
+fn wrappers_copied_into_a_non_interactive_shell_pass_straight_through() {
+    // Some agents copy the user's functions (not the prompt hooks) into the non-interactive
+    // shells they run tools in. There, `codex` must be codex.
+    let sb = Sandbox::with_session();
+    sb.stand_in("codex", "echo \"stand-in codex $*\"; exit 4");
+    let copied = quiet_success(&shell(
+        &sb,
+        "bash",
+        BASH_STRICT,
+        "eval \"$PAS_HOOK\"; declare -f __pas_agent_wrap __pas_agent_find __pas_agent_gone codex",
+    ));
+    assert!(copied.contains("codex ()"), "{copied}");
+    let snapshot = sb.tmp.path().join("snapshot.sh");
+    std::fs::write(&snapshot, copied).unwrap();
+    let mut cmd = isolated(&sb, &require("bash"));
+    cmd.args(["--norc", "--noprofile", "-u", "-c"]).arg(format!(
+        "source '{}'; codex --tool; echo \"status $?\"",
+        snapshot.display()
+    ));
+    let out = quiet_success(&cmd.output().unwrap());
+    assert_eq!(out, "stand-in codex --tool\nstatus 4\n");
+    assert!(sb.session().get("runs").is_none());
+}
