@@ -6,6 +6,7 @@
 # does) with a session, a checkpoint and some progress, then measures:
 #   1. processes, with hyperfine (-N, no shell in between):
 #        true                          a trivial process
+#        pas-agent --version           starting this binary at all
 #        pas-agent prompt              the segment, as a prompt or starship would ask for it
 #        pas-agent prompt --hook ID    what the hook runs when something changed
 #        git status                    what a git-aware prompt runs at every prompt
@@ -51,6 +52,7 @@ echo
 echo "## 1. Processes (hyperfine, milliseconds)"
 hyperfine --warmup 10 --runs 300 -N --style none \
   --command-name "true" "true" \
+  --command-name "pas-agent --version" "$bin --version" \
   --command-name "pas-agent prompt" "$bin prompt" \
   --command-name "pas-agent prompt --hook" "$bin prompt --hook 1" \
   --export-json "$work/processes.json" >/dev/null 2>&1
