@@ -828,3 +828,37 @@ fn wrappers_copied_into_a_non_interactive_shell_pass_straight_through() {
     assert_eq!(out, "stand-in codex --tool\nstatus 4\n");
     assert!(sb.session().get("runs").is_none());
 }
+
+#[test]
+fn a_linked_worktree_watches_its_own_head() {
+    let sb = Sandbox::repo();
+    sb.git(&["worktree", "add", "-q", "-b", "side", "../side"]);
+    let side = sb.work.parent().unwrap().join("side");
+    let run = |args: &[&str]| {
+        let mut cmd = isolated(&sb, &crate::common::bin());
+        let out = cmd.current_dir(&side).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        stdout(&out)
+    };
+    run(&["init", "--task", "Side work"]);
+    run(&["checkpoint", "start"]);
+    let out = run(&["prompt", "--hook", "99"]);
+    let lines: Vec<&str> = out.lines().collect();
+    let git_dir = sb.work.join(".git/worktrees/side");
+    let want = [
+        side.join(".pas-agent/session.json"),
+        git_dir.join("HEAD"),
+        git_dir.join("logs/HEAD"),
+    ];
+    let want: Vec<&str> = want.iter().map(|p| p.to_str().unwrap()).collect();
+    assert_eq!(lines[0], "Side work");
+    assert_eq!(lines[3..], want[..]);
+    let stamp = PathBuf::from(lines[2]);
+    let mut git = sb.git_cmd();
+    let commit = git
+        .current_dir(&side)
+        .args(["commit", "-q", "--allow-empty", "-m", "x"]);
+    assert!(commit.status().unwrap().success());
+    assert!(mtime(&git_dir.join("logs/HEAD")) > mtime(&stamp));
+    assert_eq!(run(&["prompt"]), "Side work · stale\n");
+}
