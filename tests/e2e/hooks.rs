@@ -358,7 +358,11 @@ fn nothing_is_installed_in_non_interactive_shells_or_inside_an_agent_run() {
 fn hook_from_copy(sb: &Sandbox, dir: &Path, shell: &str) -> (PathBuf, String) {
     std::fs::create_dir_all(dir).unwrap();
     let copy = dir.join("pas-agent");
-    std::fs::copy(crate::common::bin(), &copy).unwrap();
+    // With `cp`, not std::fs::copy: a file this process held open for writing could be
+    // inherited by a child another test thread is starting, and executing it would then fail
+    // with "text file busy".
+    let cp = Command::new("cp").arg(crate::common::bin()).arg(&copy).status();
+    assert!(cp.unwrap().success());
     let out = isolated(sb, &copy).args(["hook", shell]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     (copy, stdout(&out))
