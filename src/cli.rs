@@ -63,7 +63,7 @@ pub enum Command {
     )]
     Hook(HookArgs),
     /// Print a one-line summary of the session for a shell prompt (task, progress, stale mark,
-    /// running agent); nothing outside a session. Always exits 0.
+    /// running agent); nothing outside a session. Exits 0 whatever state the session is in.
     Prompt(PromptArgs),
 }
 
