@@ -361,7 +361,10 @@ fn hook_from_copy(sb: &Sandbox, dir: &Path, shell: &str) -> (PathBuf, String) {
     // With `cp`, not std::fs::copy: a file this process held open for writing could be
     // inherited by a child another test thread is starting, and executing it would then fail
     // with "text file busy".
-    let cp = Command::new("cp").arg(crate::common::bin()).arg(&copy).status();
+    let cp = Command::new("cp")
+        .arg(crate::common::bin())
+        .arg(&copy)
+        .status();
     assert!(cp.unwrap().success());
     let out = isolated(sb, &copy).args(["hook", shell]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
