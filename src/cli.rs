@@ -56,6 +56,15 @@ pub enum Command {
     Run(RunArgs),
     /// List the agent runs recorded in this session.
     Runs(RunsArgs),
+    /// Print the shell integration script: a prompt segment, and agent commands sent through
+    /// `run` inside a session (see docs/hooks.md).
+    #[command(
+        after_help = "Add one line to your shell's start-up file:\n  bash        eval \"$(pas-agent hook bash)\"            (~/.bashrc)\n  zsh         eval \"$(pas-agent hook zsh)\"             (~/.zshrc)\n  fish        pas-agent hook fish | source              (~/.config/fish/config.fish)\n  PowerShell  Invoke-Expression (& pas-agent hook powershell | Out-String)   ($PROFILE)"
+    )]
+    Hook(HookArgs),
+    /// Print a one-line summary of the session for a shell prompt (task, progress, stale mark,
+    /// running agent); nothing outside a session. Exits 0 whatever state the session is in.
+    Prompt(PromptArgs),
 }
 
 /// `init`.
@@ -234,6 +243,50 @@ pub struct RunsArgs {
     /// List the live runs of every project on this machine (the run registry).
     #[arg(long)]
     pub all: bool,
+}
+
+/// A shell `hook` can integrate with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShellArg {
+    Bash,
+    Zsh,
+    Fish,
+    #[value(alias = "pwsh")]
+    Powershell,
+}
+
+impl From<ShellArg> for crate::hook::Shell {
+    fn from(s: ShellArg) -> Self {
+        match s {
+            ShellArg::Bash => crate::hook::Shell::Bash,
+            ShellArg::Zsh => crate::hook::Shell::Zsh,
+            ShellArg::Fish => crate::hook::Shell::Fish,
+            ShellArg::Powershell => crate::hook::Shell::PowerShell,
+        }
+    }
+}
+
+/// `hook`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The shell to print the script for.
+    pub shell: ShellArg,
+}
+
+/// `prompt`.
+#[derive(Debug, Args)]
+pub struct PromptArgs {
+    /// Longest task text shown, in characters; longer text is cut with "…".
+    #[arg(long, value_name = "CHARS", default_value_t = 32, value_parser = clap::value_parser!(u16).range(8..))]
+    pub width: u16,
+    /// For the shell hooks: also print the notice line, a stamp file and the files to watch,
+    /// one per line (docs/hooks.md). ID names the shell, usually its process id.
+    #[arg(long, value_name = "ID")]
+    pub hook: Option<String>,
+    /// With --hook: fill the notice line (the shell has just entered this project), unless
+    /// PAS_AGENT_NOTICE=0.
+    #[arg(long, requires = "hook")]
+    pub notice: bool,
 }
 
 #[cfg(test)]

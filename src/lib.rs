@@ -17,6 +17,7 @@ pub mod export;
 pub mod fingerprint;
 pub mod fsutil;
 pub mod git;
+pub mod hook;
 pub mod launch;
 pub mod session;
 pub mod stale;

@@ -3,8 +3,10 @@
 
 mod checkpoint;
 mod export;
+mod hook;
 mod init;
 mod list;
+mod prompt;
 mod remove;
 mod run;
 mod runs;
@@ -39,6 +41,8 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Export(a) => export::run(a),
         Command::Run(a) => run::run(a),
         Command::Runs(a) => runs::run(a),
+        Command::Hook(a) => hook::run(a),
+        Command::Prompt(a) => prompt::run(a),
     }
 }
 

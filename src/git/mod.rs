@@ -222,6 +222,13 @@ impl Repo {
         }
     }
 
+    /// The repository's own directory for this work tree (`.git`, or `.git/worktrees/<name>`
+    /// for a linked work tree), where `HEAD` and `logs/HEAD` live; `None` when gix could not
+    /// open the repository and the git CLI answers instead.
+    pub fn git_dir(&self) -> Option<&Path> {
+        self.native.as_ref().map(|n| n.git_dir())
+    }
+
     /// HEAD's branch and commit.
     pub fn head(&self) -> GitResult<Head> {
         self.ask(|n| n.head(), || cli::head(&self.top))

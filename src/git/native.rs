@@ -82,6 +82,10 @@ fn to_string(b: &gix::bstr::BStr) -> String {
 }
 
 impl Native {
+    pub fn git_dir(&self) -> &Path {
+        self.repo.git_dir()
+    }
+
     pub fn head(&self) -> GitResult<Head> {
         let head = self.repo.head().map_err(|e| err("reading HEAD", e))?;
         Ok(Head {

@@ -8,6 +8,8 @@ mod commands;
 mod docs;
 mod export;
 mod git;
+mod hooks;
+mod hooks_tmux;
 mod launcher;
 mod launcher_support;
 mod mock_model;

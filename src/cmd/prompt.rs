@@ -1,0 +1,437 @@
+//! `pas-agent prompt`: the prompt segment, a one-line summary of the session for a shell prompt
+//! (task, progress `3/5`, a stale mark, a live run), and the protocol the shell hooks use.
+//!
+//! It must be cheap and quiet (SPEC §6, §8): it reads `session.json` and, when the session has a
+//! checkpoint, git's HEAD — never a git status, never the session lock. It always exits 0:
+//! outside a session it prints nothing; a session it cannot read gives a short marker.
+//!
+//! With `--hook ID` (the shell's process id) it prints four kinds of line for the hooks in
+//! `shell/`: the segment, the notice (filled with `--notice`, empty otherwise), the path of a
+//! stamp file whose modification time is set to the newest of the watched files as they were
+//! read, and then the watched files (the session, and git's `HEAD` and `logs/HEAD` when the
+//! prompt depends on HEAD). A hook compares the watched files with the stamp using its shell's
+//! own `-nt` test, so a prompt where nothing changed starts no process.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::cli::PromptArgs;
+use crate::error::{Error, Result};
+use crate::git::{self, Head};
+use crate::session::Project;
+use crate::session::model::{Run, RunState, Session};
+use crate::stale;
+use crate::term::clean_line;
+
+/// Environment variable that turns the notice off when set to `0`.
+pub const NOTICE_ENV: &str = "PAS_AGENT_NOTICE";
+
+/// Longest notice part (task, next action), in characters.
+const NOTICE_PART_CHARS: usize = 100;
+
+pub fn run(args: PromptArgs) -> Result<i32> {
+    let text = output(&args).unwrap_or_default();
+    // A prompt has nowhere to report a write error; stay quiet.
+    let _ = crate::term::print(&text);
+    Ok(0)
+}
+
+/// Whether a run counts as live in the prompt. Today: its record says `running`. The launcher is
+/// gaining a real check (the launcher's pid still alive, SPEC §5); it belongs here, and only
+/// here.
+fn is_live(run: &Run) -> bool {
+    run.state == RunState::Running
+}
+
+/// Everything `prompt` prints, or `None` outside a session.
+fn output(args: &PromptArgs) -> Option<String> {
+    let cwd = std::env::current_dir().ok()?;
+    let project = Project::find_opt(&cwd)?;
+    let session_path = project.session_path();
+    // Times are taken before the reads: a write that lands after them makes the file newer
+    // than the stamp, so the hook asks again rather than keep an old segment.
+    let mut watched = vec![(session_path.clone(), mtime(&session_path))];
+    let loaded = project.load();
+    let mut head = None;
+    // HEAD matters only for the stale mark, and that needs a checkpoint.
+    if let Ok(session) = &loaded
+        && !session.checkpoints.is_empty()
+        && let Ok(Some(repo)) = git::discover(&project.root)
+    {
+        if let Some(dir) = repo.git_dir() {
+            for file in [dir.join("HEAD"), dir.join("logs").join("HEAD")] {
+                let time = mtime(&file);
+                watched.push((file, time));
+            }
+        }
+        head = repo.head().ok();
+    }
+    let (segment, notice) = match &loaded {
+        Ok(session) => {
+            let stale = is_stale(session, head.as_ref());
+            (
+                segment(session, stale, args.width.into()),
+                notice(session, stale),
+            )
+        }
+        Err(e) => (
+            marker(e).to_string(),
+            format!(
+                "pas-agent: the session file cannot be read ({}); `pas-agent status` says why",
+                marker(e)
+            ),
+        ),
+    };
+    let Some(id) = &args.hook else {
+        return Some(if segment.is_empty() {
+            String::new()
+        } else {
+            format!("{segment}\n")
+        });
+    };
+    let notice = if args.notice && std::env::var_os(NOTICE_ENV).is_none_or(|v| v != "0") {
+        notice
+    } else {
+        String::new()
+    };
+    let newest = watched.iter().filter_map(|(_, t)| *t).max();
+    let stamp = newest
+        .and_then(|t| write_stamp(id, t))
+        .and_then(|p| one_line(&p))
+        .unwrap_or_default();
+    let mut out = format!("{segment}\n{notice}\n{stamp}\n");
+    for (file, _) in &watched {
+        if let Some(line) = one_line(file) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    Some(out)
+}
+
+/// The short marker shown instead of the segment when the session cannot be read.
+fn marker(e: &Error) -> &'static str {
+    match e {
+        Error::Damaged { .. } => "session damaged",
+        Error::Unsupported { .. } => "session from a newer pas-agent",
+        _ => "session unreadable",
+    }
+}
+
+/// Whether the latest checkpoint is behind, judged without a git status: HEAD or the branch
+/// moved, or the task changed since it was taken. (`status` also compares the changed files.)
+fn is_stale(session: &Session, head: Option<&Head>) -> bool {
+    let Some(cp) = session.checkpoints.last() else {
+        return false;
+    };
+    if !stale::task_changes(&cp.task_snapshot, &session.task).is_empty() {
+        return true;
+    }
+    match (head, &cp.git) {
+        (Some(now), Some(then)) => now.commit != then.commit || now.branch != then.branch,
+        _ => false,
+    }
+}
+
+/// `Build the thing 3/5 · stale · codex running`: the task (cut to `width` characters), the
+/// done/total count of completed and remaining items when there are any, `stale` when the
+/// latest checkpoint is behind, and the agent of a live run. Sanitised: one line, no control
+/// characters.
+pub fn segment(session: &Session, stale: bool, width: usize) -> String {
+    let task = &session.task;
+    let mut what = clean_line(&task.description);
+    if what.is_empty() {
+        what = clean_line(&session.project_name);
+    }
+    let mut out = cut(&what, width);
+    let total = task.completed.len() + task.remaining.len();
+    if total > 0 {
+        let _ = write!(out, " {}/{total}", task.completed.len());
+    }
+    if stale {
+        out.push_str(" · stale");
+    }
+    let live: Vec<&Run> = session.runs.iter().filter(|r| is_live(r)).collect();
+    match live.as_slice() {
+        [] => {}
+        [one] => {
+            let _ = write!(out, " · {} running", cut(&clean_line(&one.agent), 24));
+        }
+        many => {
+            let _ = write!(out, " · {} agents running", many.len());
+        }
+    }
+    out.trim().to_string()
+}
+
+/// `pas-agent: Build the thing (3/5 done) · next: Token refresh`.
+pub fn notice(session: &Session, stale: bool) -> String {
+    let task = &session.task;
+    let mut out = format!(
+        "pas-agent: {}",
+        cut(&clean_line(&task.description), NOTICE_PART_CHARS)
+    );
+    let total = task.completed.len() + task.remaining.len();
+    if total > 0 {
+        let _ = write!(out, " ({}/{total} done)", task.completed.len());
+    }
+    match task.next() {
+        Some(next) => {
+            let _ = write!(
+                out,
+                " · next: {}",
+                cut(&clean_line(next), NOTICE_PART_CHARS)
+            );
+        }
+        None => out.push_str(" · no next action (`pas-agent update --next ...`)"),
+    }
+    if stale {
+        out.push_str(" · last checkpoint is behind");
+    }
+    out
+}
+
+/// `text` cut to at most `max` characters, the last one `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn mtime(path: &Path) -> Option<SystemTime> {
+    fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// `path` as one line of text, or `None` when it cannot be one (not UTF-8, or a line break).
+fn one_line(path: &Path) -> Option<String> {
+    let s = path.to_str()?;
+    (!s.contains(['\n', '\r'])).then(|| s.to_string())
+}
+
+/// Whether `id` is a plausible shell id (a process id, or a short word).
+fn valid_id(id: &str) -> bool {
+    (1..=40).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Where stamps live: `$XDG_RUNTIME_DIR/pas-agent/prompt` (per-user, emptied at logout), else
+/// `$XDG_CACHE_HOME`, `$HOME/.cache` or `%LOCALAPPDATA%` with `pas-agent/prompt` under it.
+/// Only absolute settings count.
+pub fn stamp_dir() -> Option<PathBuf> {
+    let abs = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    let base = abs(std::env::var_os("XDG_RUNTIME_DIR"))
+        .or_else(|| abs(std::env::var_os("XDG_CACHE_HOME")))
+        .or_else(|| abs(std::env::var_os("HOME")).map(|h| h.join(".cache")))
+        .or_else(|| abs(std::env::var_os("LOCALAPPDATA")))?;
+    Some(base.join("pas-agent").join("prompt"))
+}
+
+/// Creates or updates the stamp for shell `id` with modification time `time`; `None` when it
+/// cannot (the hook then refreshes only when the directory changes). A new stamp also removes
+/// the stamps of shells that have exited.
+fn write_stamp(id: &str, time: SystemTime) -> Option<PathBuf> {
+    if !valid_id(id) {
+        return None;
+    }
+    let dir = stamp_dir()?;
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(&dir).ok()?;
+    let path = dir.join(id);
+    let existed = fs::symlink_metadata(&path).is_ok();
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Never follow a link planted where the stamp goes.
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    let file = options.open(&path).ok()?;
+    file.set_modified(time).ok()?;
+    if !existed {
+        prune(&dir, id);
+    }
+    Some(path)
+}
+
+/// Removes stamps named after process ids that no longer exist.
+fn prune(dir: &Path, keep: &str) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name == keep {
+            continue;
+        }
+        if let Ok(pid) = name.parse::<u32>()
+            && process_is_gone(pid)
+        {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(unix)]
+fn process_is_gone(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 sends nothing; it only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+#[cfg(not(unix))]
+fn process_is_gone(_pid: u32) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::model::Checkpoint;
+
+    fn session(json: &str) -> Session {
+        let base = r#"{"id":"46d89609-104d-4a43-907d-dbca99704a85","project_name":"proj","created_at":"2026-09-17T04:30:00Z","updated_at":"2026-09-17T04:39:00Z","task":{}}"#;
+        let mut v: serde_json::Value = serde_json::from_str(base).unwrap();
+        let extra: serde_json::Value = serde_json::from_str(json).unwrap();
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn run_json(agent: &str, state: &str) -> serde_json::Value {
+        serde_json::json!({
+            "id": uuid::Uuid::new_v4(), "agent": agent, "argv": [agent], "cwd": "/x",
+            "state": state, "started_at": "2026-09-17T04:30:00Z"
+        })
+    }
+
+    #[test]
+    fn segment_shows_task_progress_stale_and_live_run() {
+        let s = session(
+            r#"{"task":{"description":"Build the thing","completed":["a","b","c"],"remaining":["d","e"]}}"#,
+        );
+        assert_eq!(segment(&s, false, 32), "Build the thing 3/5");
+        assert_eq!(segment(&s, true, 32), "Build the thing 3/5 · stale");
+        let mut s = s;
+        s.runs = serde_json::from_value(serde_json::json!([
+            run_json("codex", "finished"),
+            run_json("claude-code", "running")
+        ]))
+        .unwrap();
+        assert_eq!(
+            segment(&s, false, 32),
+            "Build the thing 3/5 · claude-code running"
+        );
+        s.runs[0].state = RunState::Running;
+        assert_eq!(
+            segment(&s, false, 32),
+            "Build the thing 3/5 · 2 agents running"
+        );
+    }
+
+    #[test]
+    fn segment_is_one_clean_line_cut_to_width() {
+        let s = session(
+            r#"{"task":{"description":"Fix \u001b[2J the\nlogin  \u202e page for everyone everywhere"}}"#,
+        );
+        let seg = segment(&s, false, 20);
+        assert_eq!(seg.chars().count(), 20, "{seg}");
+        assert!(seg.ends_with('…'));
+        assert!(
+            !seg.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{seg:?}"
+        );
+        assert!(seg.starts_with("Fix ?[2J the login"), "{seg}");
+        let empty = session(r#"{"task":{}}"#);
+        assert_eq!(segment(&empty, false, 32), "proj");
+    }
+
+    #[test]
+    fn notice_names_task_and_next_action() {
+        let s = session(
+            r#"{"task":{"description":"Migrate auth","remaining":["x"],"next_action":"Token\nrefresh"}}"#,
+        );
+        assert_eq!(
+            notice(&s, false),
+            "pas-agent: Migrate auth (0/1 done) · next: Token refresh"
+        );
+        let s = session(r#"{"task":{"description":"Migrate auth","next_action":"  "}}"#);
+        assert!(notice(&s, true).contains("no next action"));
+        assert!(notice(&s, true).ends_with("last checkpoint is behind"));
+    }
+
+    fn with_checkpoint(commit: &str, branch: &str) -> Session {
+        let mut s = session(r#"{"task":{"description":"t"}}"#);
+        s.checkpoints.push(Checkpoint {
+            id: uuid::Uuid::new_v4(),
+            timestamp: s.updated_at,
+            message: "m".into(),
+            task_snapshot: s.task.clone(),
+            git: Some(crate::session::model::GitRef {
+                branch: Some(branch.into()),
+                commit: Some(commit.into()),
+                dirty: false,
+                extra: Default::default(),
+            }),
+            files_changed: vec![],
+            extra: Default::default(),
+        });
+        s
+    }
+
+    #[test]
+    fn stale_means_head_branch_or_task_moved() {
+        let head = |c: &str, b: &str| Head {
+            branch: Some(b.into()),
+            commit: Some(c.into()),
+        };
+        let s = with_checkpoint("c1", "main");
+        assert!(!is_stale(&s, Some(&head("c1", "main"))));
+        assert!(is_stale(&s, Some(&head("c2", "main"))));
+        assert!(is_stale(&s, Some(&head("c1", "other"))));
+        assert!(!is_stale(&s, None), "no git: only the task counts");
+        let mut s = s;
+        s.task.remaining.push("more".into());
+        assert!(is_stale(&s, None));
+        assert!(
+            !is_stale(&session(r#"{"task":{}}"#), None),
+            "no checkpoint, not stale"
+        );
+    }
+
+    #[test]
+    fn cut_counts_characters() {
+        assert_eq!(cut("héllo", 5), "héllo");
+        assert_eq!(cut("héllo", 4), "hél…");
+        assert_eq!(cut("abc", 0), "…");
+    }
+
+    #[test]
+    fn ids_are_short_plain_words() {
+        assert!(valid_id("12345") && valid_id("a-b_c"));
+        for bad in ["", "../x", "a/b", "a b", &"9".repeat(41)] {
+            assert!(!valid_id(bad), "{bad}");
+        }
+    }
+}
