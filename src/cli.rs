@@ -219,8 +219,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_checkpoint: bool,
     /// Do not export to the agent's context file before the run.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "to")]
     pub no_export: bool,
+    /// Export to this agent's context file before the run (default: the agent's own; a plain
+    /// program gets an export only with this).
+    #[arg(long, value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::agents::names()))]
+    pub to: Option<String>,
     /// Resume the agent's most recent session recorded in this project, with the agent's own
     /// resume syntax (`claude --resume <id>`, `codex resume <id>`, `gemini --resume <id>`, …).
     #[arg(long)]

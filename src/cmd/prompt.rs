@@ -39,11 +39,13 @@ pub fn run(args: PromptArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Whether a run counts as live in the prompt. Today: its record says `running`. The launcher is
-/// gaining a real check (the launcher's pid still alive, SPEC §5); it belongs here, and only
-/// here.
+/// Whether a run counts as live in the prompt: its record says `running` and its launcher is
+/// not provably gone (a killed launcher's record is closed by the next command that
+/// reconciles, SPEC §5).
 fn is_live(run: &Run) -> bool {
+    use crate::launch::process::{Liveness, liveness};
     run.state == RunState::Running
+        && liveness(run.launcher_pid, run.launcher_started.as_deref()) != Liveness::Dead
 }
 
 /// Everything `prompt` prints, or `None` outside a session.

@@ -23,7 +23,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         Ok(code) => Ok(code),
         // The launcher's own failures exit 125 (126/127 for the program), so they are never
         // confused with the agent's exit codes (SPEC §7).
-        Err(e @ Error::Launch { .. }) => Err(e),
+        Err(e @ (Error::Launch { .. } | Error::Usage(_))) => Err(e),
         Err(Error::BrokenPipe) => Ok(exit::OK),
         Err(e) => Err(Error::Launch {
             message: e.to_string(),
@@ -154,7 +154,14 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         argv: launch::argv(&program, &agent_args),
         cwd: cwd.clone(),
         checkpoint: !args.no_checkpoint,
-        export: !args.no_export,
+        export_to: if args.no_export {
+            None
+        } else {
+            args.to
+                .as_deref()
+                .and_then(crate::agents::by_name)
+                .or(program.agent)
+        },
         capture: capture.as_ref().map(|_| capture::paths(&run_id).0),
         agent_session_id: resumed.clone(),
     };
@@ -239,8 +246,21 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                 .agent_session_id
                 .as_deref()
                 .map_or_else(String::new, |id| format!(", session {}", clean_line(id)));
+            // A reset or a checkout moves HEAD without new commits: say so.
+            let moved = match (&run.head_before, &run.head_after) {
+                (before, Some(after))
+                    if run.commits.is_empty() && before.as_ref() != Some(after) =>
+                {
+                    format!(
+                        "; HEAD moved {} → {}",
+                        crate::stale::short(before),
+                        crate::stale::short(&run.head_after)
+                    )
+                }
+                _ => String::new(),
+            };
             note(&format!(
-                "pas-agent: {} {how} after {}; {}, {} changed (run #{}{session}, `pas-agent runs`)",
+                "pas-agent: {} {how} after {}; {}, {} changed{moved} (run #{}{session}, `pas-agent runs`)",
                 clean(&plan.label),
                 duration(run.duration_ms.unwrap_or(0)),
                 count(run.commits.len(), "commit", "commits"),

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::launch::process::Liveness;
 use crate::launch::reconcile;
 use crate::launch::registry::{Entry, Registry};
-use crate::session::model::Run;
+use crate::session::model::{Run, RunState};
 use crate::term::clean_line;
 
 /// `runs --json`: `{"runs": [<run record as in session.json>, …]}`, oldest first.
@@ -117,11 +117,20 @@ pub fn run(args: RunsArgs) -> Result<i32> {
             r.state.as_str(),
             exit,
             r.duration_ms.map_or("-".into(), duration),
-            r.commits.len(),
-            r.files_changed.len(),
+            counted(r, r.commits.len()),
+            counted(r, r.files_changed.len()),
             r.agent_session_id.as_deref().map_or("-".into(), clean_line)
         );
     }
     crate::term::print(&out)?;
     Ok(0)
+}
+
+/// A count that is only known once the run is over: `-` while it is running.
+fn counted(run: &Run, n: usize) -> String {
+    if run.state == RunState::Running {
+        "-".into()
+    } else {
+        n.to_string()
+    }
 }

@@ -37,7 +37,8 @@ pub struct Plan {
     /// Directory the agent runs in.
     pub cwd: std::path::PathBuf,
     pub checkpoint: bool,
-    pub export: bool,
+    /// The agent whose context file gets the export before the run, if any.
+    pub export_to: Option<&'static Agent>,
     /// The capture path relative to the project root, when output is captured.
     pub capture: Option<String>,
     /// The agent's session id when it is known before the run (a resumed session).
@@ -89,8 +90,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     let run_id = plan.run_id;
     let nonce = Uuid::new_v4().simple().to_string();
     let target = plan
-        .agent
-        .filter(|_| plan.export)
+        .export_to
         .map(|a| Target::new(project, a, None, &plan.cwd));
     let (number, baseline, export, others, session_id, run) = project.modify(|s| {
         let others: Vec<(usize, String, Option<u32>)> = s

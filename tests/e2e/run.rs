@@ -160,7 +160,7 @@ fn launcher_failures_use_125_to_127_and_record_nothing() {
     sb.write("bad-interp.sh", "#!/nonexistent/interpreter\n");
     crate::common::make_executable(&sb.path("bad-interp.sh"));
     sb.fails(&["run", "--", "./bad-interp.sh"], 126);
-    let err = sb.fails(&["run"], 125);
+    let err = sb.fails(&["run"], 2);
     assert!(err.contains("nothing to run"), "{err}");
     assert!(
         sb.session()
@@ -345,4 +345,48 @@ fn a_run_outside_git_records_without_git_data() {
     assert_eq!(run["head_before"], Value::Null);
     assert_eq!(run["files_changed"], json!([]));
     assert_eq!(run["state"], "finished");
+}
+
+#[test]
+fn to_chooses_the_context_file_even_for_a_plain_program() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["update", "--next", "Wire the wrapper"]);
+    let script = sb.stand_in(
+        "my-wrapper",
+        "grep -q 'Wire the wrapper' CLAUDE.md || exit 42",
+    );
+    let out = sb.run(&["run", "--to", "claude", "--", script.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("exported the session to"),
+        "{}",
+        stderr(&out)
+    );
+    // Without it, a plain program gets no export.
+    std::fs::remove_file(sb.path("CLAUDE.md")).unwrap();
+    sb.run(&["run", "--", script.to_str().unwrap()]);
+    assert!(!sb.path("CLAUDE.md").exists() && !sb.path("AGENTS.md").exists());
+    sb.fails(&["run", "--to", "vim", "--", "true"], 2);
+    sb.fails(&["run", "--to", "codex", "--no-export", "--", "true"], 2);
+}
+
+#[test]
+fn a_head_that_moves_without_commits_is_reported() {
+    let sb = Sandbox::with_session();
+    sb.write("a.txt", "a");
+    sb.git(&["add", "a.txt"]);
+    sb.git(&["commit", "-qm", "second"]);
+    let first = sb.git(&["rev-list", "--max-parents=0", "HEAD"]);
+    let out = sb.run(&["run", "--", "git", "reset", "-q", "--hard", "HEAD~1"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("0 commits, 1 file changed; HEAD moved "),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains(&format!("→ {}", &first[..8])),
+        "{}",
+        stderr(&out)
+    );
 }
