@@ -70,13 +70,41 @@ pub struct Finished {
 }
 
 fn live_tree(repo: Option<&Repo>) -> Option<WorkTree> {
-    let repo = repo?;
-    match repo.status(Detail::Files) {
-        Ok(tree) => Some(tree),
-        Err(e) => {
-            crate::term::warn(&format!("{e}; the run is recorded without git data"));
-            None
-        }
+    repo?.status_or_warn(Detail::Files, "the run is recorded without git data")
+}
+
+/// A record in state `running`, as written before the agent starts: this launcher's pid,
+/// start token and `nonce`, and nothing yet of the outcome.
+fn running_record(
+    plan: &Plan,
+    nonce: &str,
+    started_at: chrono::DateTime<Utc>,
+    head_before: Option<String>,
+) -> Run {
+    Run {
+        id: plan.run_id,
+        agent: plan.label.clone(),
+        argv: plan.argv.clone(),
+        cwd: plan.cwd.to_string_lossy().into_owned(),
+        state: RunState::Running,
+        started_at,
+        ended_at: None,
+        duration_ms: None,
+        exit_code: None,
+        signal: None,
+        launcher_pid: Some(std::process::id()),
+        launcher_started: process::own_start_token(),
+        nonce: Some(nonce.to_string()),
+        head_before,
+        head_after: None,
+        commits: Vec::new(),
+        files_changed: Vec::new(),
+        agent_session_id: plan.agent_session_id.clone(),
+        checkpoint_before: None,
+        checkpoint_after: None,
+        capture: plan.capture.clone(),
+        baseline: None,
+        extra: Default::default(),
     }
 }
 
@@ -118,29 +146,14 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
                 .map_err(|e| e.to_string())
         });
         s.runs.push(Run {
-            id: run_id,
-            agent: plan.label.clone(),
-            argv: plan.argv.clone(),
-            cwd: plan.cwd.to_string_lossy().into_owned(),
-            state: RunState::Running,
-            started_at: now,
-            ended_at: None,
-            duration_ms: None,
-            exit_code: None,
-            signal: None,
-            launcher_pid: Some(std::process::id()),
-            launcher_started: process::own_start_token(),
-            nonce: Some(nonce.clone()),
-            head_before: tree.as_ref().and_then(|t| t.head.commit.clone()),
-            head_after: None,
-            commits: Vec::new(),
-            files_changed: Vec::new(),
-            agent_session_id: plan.agent_session_id.clone(),
             checkpoint_before: checkpoint_before.flatten(),
-            checkpoint_after: None,
-            capture: plan.capture.clone(),
             baseline: Some(baseline.clone()),
-            extra: Default::default(),
+            ..running_record(
+                plan,
+                &nonce,
+                now,
+                tree.as_ref().and_then(|t| t.head.commit.clone()),
+            )
         });
         s.updated_at = now;
         let run = s.runs.last().cloned();
@@ -290,32 +303,14 @@ pub fn finish(
             Some(i) => i,
             None => {
                 crate::term::warn("this run's record disappeared from the session while the agent ran; writing it again");
-                s.runs.push(Run {
-                    id: run_id,
-                    agent: plan.label.clone(),
-                    argv: plan.argv.clone(),
-                    cwd: plan.cwd.to_string_lossy().into_owned(),
-                    state: RunState::Running,
-                    started_at: ended_at
-                        - chrono::Duration::milliseconds(i64::try_from(duration_ms).unwrap_or(0)),
-                    ended_at: None,
-                    duration_ms: None,
-                    exit_code: None,
-                    signal: None,
-                    launcher_pid: Some(std::process::id()),
-                    launcher_started: process::own_start_token(),
-                    nonce: Some(nonce.clone()),
-                    head_before: started.head_before.clone(),
-                    head_after: None,
-                    commits: Vec::new(),
-                    files_changed: Vec::new(),
-                    agent_session_id: None,
-                    checkpoint_before: None,
-                    checkpoint_after: None,
-                    capture: None,
-                    baseline: None,
-                    extra: Default::default(),
-                });
+                let started_at = ended_at
+                    - chrono::Duration::milliseconds(i64::try_from(duration_ms).unwrap_or(0));
+                s.runs.push(running_record(
+                    plan,
+                    &nonce,
+                    started_at,
+                    started.head_before.clone(),
+                ));
                 s.runs.len() - 1
             }
         };

@@ -196,6 +196,15 @@ impl Sandbox {
         serde_json::from_str(&self.read(".pas-agent/session.json")).expect("session.json is JSON")
     }
 
+    /// Waits (up to 30 s, polling) until a work-relative path exists.
+    pub fn wait_for(&self, rel: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !self.path(rel).exists() {
+            assert!(std::time::Instant::now() < deadline, "{rel} never appeared");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Installs an executable shell script named `name` on the sandbox's PATH.
     pub fn stand_in(&self, name: &str, script: &str) -> PathBuf {
         let p = self.bin_dir.join(name);

@@ -228,14 +228,7 @@ fn an_interrupt_reaches_the_agent_and_the_launcher_still_records() {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);
     let mut child = cmd.spawn().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !sb.path("started").exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the agent never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    sb.wait_for("started");
     let pgid = child.id() as i32;
     let status = std::process::Command::new("kill")
         .args(["-INT", "--", &format!("-{pgid}")])
@@ -261,14 +254,7 @@ fn sigterm_to_the_launcher_is_forwarded_to_the_agent() {
         "trap 'exit 9' TERM; touch started; while :; do sleep 0.1; done",
     ]);
     let mut child = cmd.spawn().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !sb.path("started").exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the agent never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    sb.wait_for("started");
     let status = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
