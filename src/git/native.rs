@@ -42,7 +42,17 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
             _ => Err(err("finding the repository", e)),
         };
     }
-    let repo = gix::discover(dir).map_err(|e| err("opening the repository", e))?;
+    // Reading only, so the index's trailing checksum is not verified — git does not verify it
+    // on reads either (read-cache.c, `verify_index_checksum` is off outside fsck) — which saves
+    // hashing the whole index with collision-detecting SHA-1 on every command.
+    let trust = gix::sec::trust::Mapping {
+        full: open_options(gix::sec::Trust::Full),
+        reduced: open_options(gix::sec::Trust::Reduced),
+    };
+    let repo: gix::Repository =
+        gix::ThreadSafeRepository::discover_opts(dir, Default::default(), trust)
+            .map_err(|e| err("opening the repository", e))?
+            .into();
     let git_dir = repo
         .git_dir()
         .canonicalize()
@@ -75,6 +85,11 @@ enum Mark {
     X(char, Option<String>),
     Y(char),
     Untracked,
+}
+
+fn open_options(trust: gix::sec::Trust) -> gix::open::Options {
+    use gix::sec::trust::DefaultForLevel;
+    gix::open::Options::default_for_level(trust).config_overrides(["index.skipHash=true"])
 }
 
 fn to_string(b: &gix::bstr::BStr) -> String {
