@@ -46,6 +46,18 @@ pub struct Resume {
 }
 
 impl Resume {
+    /// Whether the user's own arguments already resume a session this way (their first word,
+    /// `--resume` or `resume`, is there).
+    pub fn mentioned_in(&self, user: &[std::ffi::OsString]) -> bool {
+        let Some(first) = self.args.first() else {
+            return false;
+        };
+        user.iter().any(|a| {
+            let a = a.to_string_lossy();
+            a == *first || (first.starts_with("--") && a.starts_with(&format!("{first}=")))
+        })
+    }
+
     /// The command line that resumes session `id`, given the user's own arguments.
     ///
     /// Shape: `args` with every `{id}` replaced, inserted at the front of `user`, or after the

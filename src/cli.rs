@@ -233,8 +233,13 @@ pub struct RunArgs {
     /// output capture). Also PAS_AGENT_NO_PTY=1.
     #[arg(long)]
     pub no_pty: bool,
-    /// Arguments for the agent, after `--`.
-    #[arg(last = true, value_name = "ARGS")]
+    /// Arguments for the agent: what follows its name (`run codex exec "fix it"`). pas-agent's
+    /// own options go before the agent's first argument; after `--` everything is the agent's.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
     pub args: Vec<OsString>,
 }
 

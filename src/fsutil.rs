@@ -80,6 +80,17 @@ pub fn write_atomic(target: &Path, contents: &[u8]) -> Result<(), WriteError> {
             return Err(e.into());
         }
     }
+    if !dir.is_dir() {
+        let what = if real == target {
+            format!("its directory {} does not exist", dir.display())
+        } else {
+            format!(
+                "it is a link to {}, whose directory does not exist",
+                real.display()
+            )
+        };
+        return Err(io::Error::new(io::ErrorKind::NotFound, what).into());
+    }
     let name = real
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -74,6 +74,10 @@ impl Shell {
     }
 }
 
+/// The variable the hooks keep the prompt segment in (exported, so prompt programs such as
+/// starship can read it). The launcher removes it from an agent's environment.
+pub const PROMPT_ENV: &str = "PAS_AGENT_PROMPT";
+
 /// Where the quoted binary path goes in a template.
 pub const BIN_TOKEN: &str = "__PAS_AGENT_BIN__";
 /// Where the agent wrapper functions go in a template.

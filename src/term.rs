@@ -63,21 +63,28 @@ pub fn stdin_is_terminal() -> bool {
     std::io::stdin().is_terminal()
 }
 
-/// Asks for one line on stderr and reads it from stdin, trimmed. Only on a terminal: without
-/// one this fails at once with `missing`, a hint naming the flag to pass, instead of waiting or
-/// reading a pipe the user did not mean as an answer.
+/// Asks for one line on stderr and reads it from stdin, trimmed; an empty answer asks again
+/// (up to three times), and end of input gives "". Only on a terminal: without one this fails
+/// at once with `missing`, a hint naming the flag to pass, instead of waiting or reading a pipe
+/// the user did not mean as an answer.
 pub fn prompt_line(question: &str, missing: &str) -> Result<String> {
     if !stdin_is_terminal() {
         return Err(Error::Usage(missing.to_string()));
     }
-    let _ = write!(std::io::stderr(), "{question} ");
-    let _ = std::io::stderr().flush();
-    let mut line = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .map_err(|e| Error::io("<stdin>", e))?;
-    Ok(line.trim().to_string())
+    for _ in 0..3 {
+        let _ = write!(std::io::stderr(), "{question} ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        let read = std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| Error::io("<stdin>", e))?;
+        let answer = line.trim();
+        if read == 0 || !answer.is_empty() {
+            return Ok(answer.to_string());
+        }
+    }
+    Ok(String::new())
 }
 
 #[cfg(test)]

@@ -19,16 +19,32 @@ use crate::term::{clean, clean_line, note, warn};
 pub const NO_PTY_ENV: &str = "PAS_AGENT_NO_PTY";
 
 pub fn run(args: RunArgs) -> Result<i32> {
+    let program = args
+        .agent
+        .clone()
+        .or_else(|| args.args.first().map(|a| a.to_string_lossy().into_owned()));
     match launch_and_record(args) {
         Ok(code) => Ok(code),
         // The launcher's own failures exit 125 (126/127 for the program), so they are never
         // confused with the agent's exit codes (SPEC §7).
         Err(e @ (Error::Launch { .. } | Error::Usage(_))) => Err(e),
         Err(Error::BrokenPipe) => Ok(exit::OK),
-        Err(e) => Err(Error::Launch {
-            message: e.to_string(),
-            code: exit::LAUNCHER_FAILED,
-        }),
+        Err(e) => {
+            // Typed through the shell hook, the user may not know pas-agent is involved: say
+            // how to start the program without it.
+            let hint = program
+                .map(|p| {
+                    format!(
+                        "\n  hint: to start {0} without pas-agent: `command {0}` (or PAS_AGENT_WRAP=0 for the shell hook)",
+                        clean_line(&p)
+                    )
+                })
+                .unwrap_or_default();
+            Err(Error::Launch {
+                message: format!("{e}{hint}"),
+                code: exit::LAUNCHER_FAILED,
+            })
+        }
     }
 }
 
@@ -47,13 +63,20 @@ fn agent_args(
     user: Vec<OsString>,
     resume: bool,
     project: &Project,
+    cwd: &std::path::Path,
     context_exists: bool,
 ) -> Result<(Vec<OsString>, Option<String>, Option<String>)> {
     let (mut args, chosen, resumed) = match (agent, resume) {
         (None, true) => {
-            return Err(launcher_error(
+            return Err(Error::Usage(
                 "--resume needs a known agent (`pas-agent run codex --resume`), not a plain program".into(),
             ));
+        }
+        (Some(a), true) if a.resume.is_some_and(|r| r.mentioned_in(&user)) => {
+            return Err(Error::Usage(format!(
+                "--resume would add {}'s own resume arguments, and yours already choose a session; drop one of them",
+                a.name
+            )));
         }
         (Some(a), true) => {
             let syntax = a.resume.ok_or_else(|| {
@@ -63,12 +86,19 @@ fn agent_args(
                 ))
             })?;
             let session = project.load()?;
-            let id = session
-                .runs
-                .iter()
-                .rev()
-                .filter(|r| r.agent == a.id)
-                .find_map(|r| r.agent_session_id.clone())
+            // Agents keep sessions per directory: the latest one started here, else the
+            // latest one anywhere in the project.
+            let here = cwd.to_string_lossy();
+            let latest = |same_dir: bool| {
+                session
+                    .runs
+                    .iter()
+                    .rev()
+                    .filter(|r| r.agent == a.id && (!same_dir || r.cwd == here))
+                    .find_map(|r| r.agent_session_id.clone())
+            };
+            let id = latest(true)
+                .or_else(|| latest(false))
                 .ok_or_else(|| {
                     launcher_error(format!(
                         "no {} session is recorded in this project, so there is nothing to resume\n  hint: start one with `pas-agent run {}`; `pas-agent runs` lists the runs",
@@ -125,8 +155,14 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     let context_exists = program
         .agent
         .is_some_and(|a| !args.no_export || project.root.join(a.context_file).exists());
-    let (agent_args, chosen, resumed) =
-        agent_args(program.agent, rest, args.resume, &project, context_exists)?;
+    let (agent_args, chosen, resumed) = agent_args(
+        program.agent,
+        rest,
+        args.resume,
+        &project,
+        &cwd,
+        context_exists,
+    )?;
 
     let run_id = Uuid::new_v4();
     let capture = match capture::limit().filter(|_| use_pty) {
@@ -165,6 +201,16 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         capture: capture.as_ref().map(|_| capture::paths(&run_id).0),
         agent_session_id: resumed.clone(),
     };
+    // Session ids earlier runs recorded, so that this run never takes one of theirs.
+    let taken: Vec<String> = project
+        .load()
+        .map(|s| {
+            s.runs
+                .iter()
+                .filter_map(|r| r.agent_session_id.clone())
+                .collect()
+        })
+        .unwrap_or_default();
     let started = record::before(&project, &plan)?;
     match &started.export {
         Some(Ok(report)) => note(&format!(
@@ -228,6 +274,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             ended: ended_at,
             chosen: chosen.as_deref(),
             capture_txt: capture_txt.as_deref(),
+            taken: &taken,
         };
         match &resumed {
             Some(id) => Some(session_id::after_resume(&finished, id)),

@@ -119,7 +119,7 @@ pub fn run(args: JsonArgs) -> Result<i32> {
         .find(|r| r.state != RunState::Running)
     {
         let mut line = format!(
-            "Runs:     {} (latest {} {}",
+            "Runs:     {} (latest finished: {} {}",
             session.runs.len(),
             clean_line(&last.agent),
             ago(&last.started_at, &now)

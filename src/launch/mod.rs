@@ -50,9 +50,14 @@ pub struct Program {
 /// Errors: [`Error::Launch`] with 127 when nothing is found, 126 when a path names something
 /// that is not an executable file.
 pub fn resolve(name: &str, cwd: &Path) -> Result<Program, Error> {
-    let agent = agents::lookup(name);
     if name.contains('/') || name.contains(std::path::MAIN_SEPARATOR) {
         let path = cwd.join(name);
+        // A path to an agent's executable (`~/.local/bin/claude`) is that agent: only the
+        // executable's own name counts, not an alias (a script called `kiro` is not Kiro).
+        let agent = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| agents::AGENTS.iter().find(|a| a.executables.contains(&n)));
         if !path.exists() {
             return Err(Error::Launch {
                 message: format!("{}: no such file", path.display()),
@@ -71,6 +76,7 @@ pub fn resolve(name: &str, cwd: &Path) -> Result<Program, Error> {
             name: name.to_string(),
         });
     }
+    let agent = agents::lookup(name);
     let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
     let candidates: Vec<&str> = match agent {
         Some(a) if !a.executables.contains(&name) => a.executables.to_vec(),
@@ -94,13 +100,15 @@ pub fn resolve(name: &str, cwd: &Path) -> Result<Program, Error> {
             }
         }
     }
-    let what = match agent {
-        Some(a) => format!(
+    let quoted: Vec<String> = candidates.iter().map(|c| format!("`{c}`")).collect();
+    let what = match (agent, quoted.as_slice()) {
+        (Some(a), [one]) => format!("{} is not installed: {one} was not found on PATH", a.name),
+        (Some(a), _) => format!(
             "{} is not installed: none of {} was found on PATH",
             a.name,
-            candidates.join(", ")
+            quoted.join(", ")
         ),
-        None => format!("{name}: command not found on PATH"),
+        (None, _) => format!("{name}: command not found on PATH"),
     };
     Err(Error::Launch {
         message: what,

@@ -79,6 +79,9 @@ pub fn run(
     // PWD as a shell would set it: pas-agent's own may be stale (`-C DIR`, a test harness), and
     // some agents (OpenCode) take their project directory from it.
     cmd.args(args).current_dir(cwd).env("PWD", cwd);
+    // The prompt segment belongs to the shell that computed it; shells the agent opens would
+    // show it frozen.
+    cmd.env_remove(crate::hook::PROMPT_ENV);
     for (k, v) in env {
         cmd.env(k, v);
     }

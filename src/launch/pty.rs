@@ -150,6 +150,7 @@ pub fn run(
     cmd.args(args);
     cmd.cwd(cwd);
     cmd.env("PWD", cwd); // see plain::run
+    cmd.env_remove(crate::hook::PROMPT_ENV);
     for (k, v) in env {
         cmd.env(k, v);
     }

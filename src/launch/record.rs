@@ -62,6 +62,9 @@ pub struct Started {
     pub others: Vec<(usize, String, Option<u32>)>,
 }
 
+/// How long the after-record waits for the session lock at least.
+pub const AFTER_RECORD_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// What the after-record says, for the summary line.
 #[derive(Debug, Clone)]
 pub struct Finished {
@@ -121,19 +124,22 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         .export_to
         .map(|a| Target::new(project, a, None, &plan.cwd));
     let (number, baseline, export, others, session_id, run) = project.modify(|s| {
+        // A run started from inside another (an agent's shell running `pas-agent run`) is
+        // nested in it, not beside it.
+        let parent = std::env::var(super::RUN_ID_ENV).ok();
         let others: Vec<(usize, String, Option<u32>)> = s
             .runs
             .iter()
             .enumerate()
             .filter(|(_, r)| r.state == RunState::Running)
+            .filter(|(_, r)| parent.as_deref() != Some(r.id.to_string().as_str()))
             .filter(|(_, r)| {
                 process::liveness(r.launcher_pid, r.launcher_started.as_deref()) != Liveness::Dead
             })
             .map(|(i, r)| (i + 1, r.agent.clone(), r.launcher_pid))
             .collect();
         let checkpoint_before = plan.checkpoint.then(|| {
-            ops::add_checkpoint(s, format!("before {} run", plan.label), tree.as_ref(), now);
-            s.checkpoints.last().map(|c| c.id)
+            ops::auto_checkpoint(s, format!("before {} run", plan.label), tree.as_ref(), now)
         });
         let mut baseline = tree.as_ref().map(|t| t.files.clone()).unwrap_or_default();
         let export = target.as_ref().map(|target| {
@@ -290,10 +296,12 @@ pub fn finish(
     );
     let run_id = started.run_id;
     let nonce = started.nonce.clone();
-    let finished = project.modify(|s: &mut Session| {
+    // The agent's outcome is known only now: wait longer for the lock than a command would,
+    // rather than lose it.
+    let patience = crate::session::lock::timeout().max(AFTER_RECORD_LOCK_WAIT);
+    let finished = project.modify_within(patience, |s: &mut Session| {
         let checkpoint_after = plan.checkpoint.then(|| {
-            ops::add_checkpoint(s, format!("after {} run", plan.label), tree.as_ref(), ended_at);
-            s.checkpoints.last().map(|c| c.id)
+            ops::auto_checkpoint(s, format!("after {} run", plan.label), tree.as_ref(), ended_at)
         });
         let index = s
             .runs

@@ -77,6 +77,16 @@ pub struct Finished<'a> {
     pub chosen: Option<&'a str>,
     /// The plain-text capture, when there is one.
     pub capture_txt: Option<&'a Path>,
+    /// Session ids earlier runs of this project already recorded: never this run's (a session
+    /// that an earlier, quick run wrote can look as if it started inside this one).
+    pub taken: &'a [String],
+}
+
+impl Finished<'_> {
+    /// Whether `id` is not another run's.
+    fn fresh(&self, id: &str) -> bool {
+        !self.taken.iter().any(|t| t == id)
+    }
 }
 
 /// The agent's session id for a finished new run, or `None` when it cannot be learned.
@@ -227,7 +237,7 @@ fn claude(projects: &Path, run: &Finished<'_>) -> Option<String> {
             let Some(id) = claude_session(&path, run.cwd) else {
                 continue;
             };
-            if best.as_ref().is_none_or(|(t, _)| mtime > *t) {
+            if run.fresh(&id) && best.as_ref().is_none_or(|(t, _)| mtime > *t) {
                 best = Some((mtime, id));
             }
         }
@@ -287,7 +297,10 @@ fn codex(sessions: &Path, run: &Finished<'_>) -> Option<String> {
             ) else {
                 continue;
             };
-            if same_dir(cwd, run.cwd) && inside(run, t) && best.as_ref().is_none_or(|(b, _)| t > *b)
+            if same_dir(cwd, run.cwd)
+                && inside(run, t)
+                && run.fresh(id)
+                && best.as_ref().is_none_or(|(b, _)| t > *b)
             {
                 best = Some((t, id.to_string()));
             }
@@ -342,7 +355,7 @@ fn gemini(root: &Path, run: &Finished<'_>) -> Option<String> {
             else {
                 continue;
             };
-            if inside(run, t) && best.as_ref().is_none_or(|(b, _)| t > *b) {
+            if inside(run, t) && run.fresh(id) && best.as_ref().is_none_or(|(b, _)| t > *b) {
                 best = Some((t, id.to_string()));
             }
         }
@@ -418,7 +431,7 @@ fn listed(run: &Finished<'_>, args: &[&str]) -> Option<String> {
                 .is_some_and(|d| same_dir(d, run.cwd))
         })
         .filter_map(|s| Some((s["created"].as_i64()?, s["id"].as_str()?)))
-        .filter(|(t, _)| (from..=to).contains(t))
+        .filter(|(t, id)| (from..=to).contains(t) && run.fresh(id))
         .max_by_key(|(t, _)| *t)
         .map(|(_, id)| id.to_string())
 }
@@ -465,6 +478,7 @@ mod tests {
             ended: started + chrono::Duration::seconds(30),
             chosen: None,
             capture_txt: None,
+            taken: &[],
         }
     }
 
@@ -506,6 +520,13 @@ mod tests {
         let agent = crate::agents::by_name("codex").unwrap();
         let run = finished(agent, &cwd, start);
         assert_eq!(codex(&sessions, &run).as_deref(), Some("newest"));
+        // A session an earlier run recorded is never this run's, however close in time.
+        let taken = ["newest".to_string()];
+        let run = Finished {
+            taken: &taken,
+            ..finished(agent, &cwd, start)
+        };
+        assert_eq!(codex(&sessions, &run).as_deref(), Some("in-run"));
         let run = finished(agent, tmp.path(), start - chrono::Duration::hours(1));
         assert_eq!(
             codex(&sessions, &run),

@@ -50,9 +50,14 @@ pub fn timeout() -> Duration {
 /// be created. A filesystem that does not support locks (some network mounts) is used
 /// without one, with a warning on stderr.
 pub fn acquire(state_dir: &Path) -> Result<LockGuard> {
+    acquire_within(state_dir, timeout())
+}
+
+/// [`acquire`] with a given timeout instead of [`timeout`].
+pub fn acquire_within(state_dir: &Path, limit: Duration) -> Result<LockGuard> {
     std::fs::create_dir_all(state_dir).map_err(|e| Error::io(state_dir, e))?;
     ensure_gitignore(state_dir)?;
-    acquire_file(&state_dir.join(LOCK_FILE))
+    lock_file(&state_dir.join(LOCK_FILE), limit)
 }
 
 /// Takes the exclusive lock on the file at `path` (created if missing; its directory must
@@ -61,6 +66,10 @@ pub fn acquire(state_dir: &Path) -> Result<LockGuard> {
 ///
 /// Errors: as [`acquire`].
 pub fn acquire_file(path: &Path) -> Result<LockGuard> {
+    lock_file(path, timeout())
+}
+
+fn lock_file(path: &Path, limit: Duration) -> Result<LockGuard> {
     let path = path.to_path_buf();
     let mut file = OpenOptions::new()
         .create(true)
@@ -69,7 +78,6 @@ pub fn acquire_file(path: &Path) -> Result<LockGuard> {
         .write(true)
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
-    let limit = timeout();
     let start = Instant::now();
     let mut pause = Duration::from_millis(2);
     loop {
@@ -110,7 +118,7 @@ fn holder_of(file: &mut File) -> String {
     let _ = file.rewind();
     let _ = file.take(32).read_to_string(&mut text);
     match text.trim().parse::<u32>() {
-        Ok(pid) => format!(" (last taken by pid {pid})"),
+        Ok(pid) => format!(" (the last pas-agent to take it was pid {pid})"),
         Err(_) => String::new(),
     }
 }

@@ -90,6 +90,14 @@ pub fn apply_update(task: &mut TaskState, update: &Update) -> Result<()> {
     for &n in done.iter().rev() {
         next.remaining.remove(n - 1);
     }
+    // A next action that was just done is no longer next (unless this command sets another).
+    if next
+        .next_action
+        .as_deref()
+        .is_some_and(|a| moved.iter().any(|m| m == a))
+    {
+        next.next_action = None;
+    }
     next.completed.extend(moved);
     for &n in resolve.iter().rev() {
         next.blockers.remove(n - 1);
@@ -184,6 +192,37 @@ pub fn add_checkpoint(
     });
     session.updated_at = now;
     session.checkpoints.len()
+}
+
+/// A checkpoint taken by the launcher around a run: like [`add_checkpoint`], except that when
+/// nothing differs from the latest checkpoint (same task, git state and changed files) that
+/// one is reused, so runs that change nothing do not pile up identical checkpoints. Returns the
+/// id of the checkpoint that stands for this moment.
+pub fn auto_checkpoint(
+    session: &mut Session,
+    message: String,
+    tree: Option<&WorkTree>,
+    now: DateTime<Utc>,
+) -> Option<Uuid> {
+    let git = tree.map(WorkTree::git_ref);
+    let files = tree.map(|t| t.files.as_slice()).unwrap_or_default();
+    if let Some(last) = session.checkpoints.last()
+        && last.task_snapshot == session.task
+        && same_git(last.git.as_ref(), git.as_ref())
+        && last.files_changed == files
+    {
+        return Some(last.id);
+    }
+    add_checkpoint(session, message, tree, now);
+    session.checkpoints.last().map(|c| c.id)
+}
+
+fn same_git(a: Option<&GitRef>, b: Option<&GitRef>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.branch == b.branch && a.commit == b.commit && a.dirty == b.dirty,
+        (None, None) => true,
+        _ => false,
+    }
 }
 
 /// Finds a checkpoint by 1-based number, or by the start or end (at least 4 characters) of its
@@ -314,6 +353,32 @@ mod tests {
                 .to_string()
                 .contains("nothing to update")
         );
+    }
+
+    #[test]
+    fn doing_the_next_action_clears_it() {
+        let mut t = task();
+        t.next_action = Some("b".into());
+        apply_update(
+            &mut t,
+            &Update {
+                done: vec![2],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(t.next_action, None);
+        t.next_action = Some("a".into());
+        apply_update(
+            &mut t,
+            &Update {
+                done: vec![1],
+                next: Some("c".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(t.next_action.as_deref(), Some("c"));
     }
 
     #[test]

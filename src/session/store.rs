@@ -102,7 +102,17 @@ impl Project {
     /// Locks, loads, applies `change`, saves and unlocks. When `change` fails nothing is saved.
     /// Keep slow work (git, prompts) out of `change`: it runs while other writers wait.
     pub fn modify<T>(&self, change: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
-        let _guard = self.lock()?;
+        self.modify_within(lock::timeout(), change)
+    }
+
+    /// [`Project::modify`], waiting up to `limit` for the lock: for a write that must not be
+    /// lost to a busy moment (a run's after-record).
+    pub fn modify_within<T>(
+        &self,
+        limit: std::time::Duration,
+        change: impl FnOnce(&mut Session) -> Result<T>,
+    ) -> Result<T> {
+        let _guard = lock::acquire_within(&self.state_dir(), limit)?;
         let mut session = self.load()?;
         let out = change(&mut session)?;
         self.save(&session)?;

@@ -290,7 +290,7 @@ fn exit_codes_of_the_agent_and_of_the_launcher() {
     sb.stand_in("codex", "exit 0");
     let err = sb.fails(&["run", "codex", "--resume"], 125);
     assert!(err.contains("no Codex session is recorded"), "{err}");
-    let err = sb.fails(&["run", "--resume", "--", "fails"], 125);
+    let err = sb.fails(&["run", "--resume", "--", "fails"], 2);
     assert!(err.contains("known agent"), "{err}");
 
     let outside = Sandbox::repo();

@@ -312,7 +312,8 @@ fn runs_lists_the_records() {
     }
     // status mentions the latest run.
     assert!(
-        sb.ok(&["status"]).contains("Runs:     2 (latest false"),
+        sb.ok(&["status"])
+            .contains("Runs:     2 (latest finished: false"),
         "{}",
         sb.ok(&["status"])
     );
@@ -375,4 +376,134 @@ fn a_head_that_moves_without_commits_is_reported() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn agent_arguments_need_no_double_dash() {
+    let sb = Sandbox::with_session();
+    sb.stand_in("codex", r#"printf '%s|' "$@" > args.txt"#);
+    let out = sb.run(&["run", "codex", "exec", "--model", "o3", "fix it"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(sb.read("args.txt"), "exec|--model|o3|fix it|");
+    // pas-agent's own options go before the agent's first argument.
+    let out = sb.run(&["run", "--no-export", "codex", "-x"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(sb.read("args.txt"), "-x|");
+}
+
+#[test]
+fn a_path_to_an_agents_executable_is_that_agent() {
+    let sb = Sandbox::with_session();
+    let claude = sb.stand_in(
+        "claude",
+        r#"test -f CLAUDE.md && printf '%s|' "$@" > args.txt"#,
+    );
+    let out = sb.run(&["run", claude.to_str().unwrap(), "--", "-p", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(last_run(&sb)["agent"], "claude-code");
+    assert!(
+        sb.read("args.txt").starts_with("--session-id|"),
+        "{}",
+        sb.read("args.txt")
+    );
+}
+
+#[test]
+fn runs_that_change_nothing_add_no_checkpoints() {
+    let sb = Sandbox::with_session();
+    sb.run(&["run", "--", "true"]);
+    let after_first = sb.session()["checkpoints"].as_array().unwrap().len();
+    for _ in 0..3 {
+        sb.run(&["run", "--", "true"]);
+    }
+    let s = sb.session();
+    assert_eq!(s["checkpoints"].as_array().unwrap().len(), after_first);
+    let last = s["runs"].as_array().unwrap().last().unwrap().clone();
+    let cp = s["checkpoints"].as_array().unwrap().last().unwrap()["id"].clone();
+    assert_eq!(last["checkpoint_before"], cp);
+    assert_eq!(last["checkpoint_after"], cp);
+    // A run that changes something gets its own "after" checkpoint.
+    sb.run(&["run", "--", "sh", "-c", "echo x > new.txt"]);
+    let s = sb.session();
+    assert_eq!(s["checkpoints"].as_array().unwrap().len(), after_first + 1);
+}
+
+#[test]
+fn a_run_inside_a_run_is_nested_not_a_second_agent() {
+    let sb = Sandbox::with_session();
+    let bin = crate::common::bin();
+    let inner = format!("{} run -- true", bin.display());
+    let out = sb.run(&["run", "--", "sh", "-c", &inner]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("two agents"), "{}", stderr(&out));
+    // Two runs side by side do warn.
+    let mut outer = sb.cmd();
+    outer.args(["run", "--", "sh", "-c", "touch started; sleep 30"]);
+    let mut outer = outer.spawn().unwrap();
+    sb.wait_for("started");
+    let out = sb.run(&["run", "--", "true"]);
+    outer.kill().unwrap();
+    outer.wait().unwrap();
+    assert!(
+        stderr(&out).contains("two agents now share this work tree"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_prompt_segment_does_not_leak_into_the_agent() {
+    let sb = Sandbox::with_session();
+    let mut cmd = sb.cmd();
+    cmd.env("PAS_AGENT_PROMPT", "Build the thing 0/0").args([
+        "run",
+        "--",
+        "sh",
+        "-c",
+        "echo \"[${PAS_AGENT_PROMPT-unset}]\" > env.txt",
+    ]);
+    assert!(cmd.status().unwrap().success());
+    assert_eq!(sb.read("env.txt"), "[unset]\n");
+}
+
+#[test]
+fn resume_conflicts_with_the_users_own_session_choice() {
+    let sb = Sandbox::with_session();
+    sb.stand_in("claude", "exit 0");
+    sb.run(&["run", "claude"]);
+    let err = sb.fails(&["run", "claude", "--resume", "--", "--resume", "abc"], 2);
+    assert!(err.contains("drop one of them"), "{err}");
+}
+
+#[test]
+fn resume_prefers_the_session_started_in_this_directory() {
+    let sb = Sandbox::with_session();
+    std::fs::create_dir_all(sb.path("docs")).unwrap();
+    // Qwen Code takes the session id the launcher chooses (`--session-id`).
+    sb.stand_in("qwen", r#"printf '%s|' "$@" > "$ARGS_FILE""#);
+    let args_file = sb.path("args.txt");
+    let run_in = |dir: &str, extra: &[&str]| {
+        let mut cmd = sb.cmd();
+        cmd.current_dir(sb.path(dir))
+            .env("ARGS_FILE", &args_file)
+            .args(["run", "qwen"])
+            .args(extra);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    run_in("", &[]);
+    let root_id = last_run(&sb)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    run_in("docs", &[]);
+    let docs_id = last_run(&sb)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(root_id, docs_id);
+    run_in("", &["--resume"]);
+    assert_eq!(sb.read("args.txt"), format!("--resume|{root_id}|"));
+    run_in("docs", &["--resume"]);
+    assert_eq!(sb.read("args.txt"), format!("--resume|{docs_id}|"));
 }
