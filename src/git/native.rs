@@ -116,12 +116,16 @@ impl Native {
     ) -> GitResult<(Head, RawStatus)> {
         use gix::status::{Item, UntrackedFiles, index_worktree};
         let head = self.head()?;
+        // Set once the first change is found in `Detail::Dirty` mode, so that the threads
+        // producing the rest of the status stop instead of finishing a walk nobody reads.
+        let interrupt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let iter = self
             .repo
             .status(gix::progress::Discard)
             .map_err(|e| err("status", e))?
             .untracked_files(UntrackedFiles::Files)
             .index_worktree_rewrites(None)
+            .should_interrupt_owned(interrupt.clone())
             .into_iter(Vec::new())
             .map_err(|e| err("status", e))?;
         let mut out = RawStatus::new();
@@ -199,6 +203,7 @@ impl Native {
                 Mark::Untracked => entry.untracked = true,
             }
             if detail == Detail::Dirty {
+                interrupt.store(true, std::sync::atomic::Ordering::Relaxed);
                 break;
             }
         }
