@@ -41,6 +41,9 @@ fn is_dead(r: &Run) -> bool {
 ///
 /// Errors: the session cannot be loaded or saved.
 pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
+    if !may_have_dead_runs(project) {
+        return Ok(Vec::new());
+    }
     let session = project.load()?;
     let dead: Vec<&Run> = session.runs.iter().filter(|r| is_dead(r)).collect();
     if dead.is_empty() {
@@ -90,6 +93,44 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
     let ids: Vec<Uuid> = outcomes.iter().map(|(id, _, _)| *id).collect();
     record::unregister(&ids);
     Ok(closed)
+}
+
+/// The fields of a run that its liveness needs.
+#[derive(serde::Deserialize)]
+struct RunLiveness {
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    launcher_pid: Option<u32>,
+    #[serde(default)]
+    launcher_started: Option<String>,
+}
+
+/// Only the runs of a session file, each with only what liveness needs.
+#[derive(serde::Deserialize)]
+struct RunsOnly {
+    #[serde(default)]
+    runs: Vec<RunLiveness>,
+}
+
+/// Whether any run may be running with its launcher gone, judged from the runs alone: every
+/// command asks before it starts, so it must not pay for reading a large session twice. Reading
+/// the whole session (and reporting what is wrong with it) is left to the full load; anything
+/// unreadable here says "maybe".
+fn may_have_dead_runs(project: &Project) -> bool {
+    let Ok(Some(bytes)) = crate::fsutil::read_limited(
+        &project.session_path(),
+        crate::session::store::MAX_SESSION_BYTES,
+    ) else {
+        return true;
+    };
+    match serde_json::from_slice::<RunsOnly>(&bytes) {
+        Ok(view) => view.runs.iter().any(|r| {
+            r.state.as_deref() == Some(RunState::Running.as_str())
+                && liveness(r.launcher_pid, r.launcher_started.as_deref()) == Liveness::Dead
+        }),
+        Err(_) => true,
+    }
 }
 
 /// Reconciles the project around `cwd`, if any, telling the user on stderr what was closed.
