@@ -31,17 +31,11 @@ bin="$PWD/target/release/pas-agent"
 work=$(mktemp -d "${TMPDIR:-/tmp}/pas-agent-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export LC_ALL=C XDG_RUNTIME_DIR="$work/run" PAS_AGENT_NOTICE=0
-mkdir -p "$XDG_RUNTIME_DIR" "$work/repo"
+mkdir -p "$XDG_RUNTIME_DIR"
+. bench/lib.sh
+make_repo "$work/repo" "$files"
 cd "$work/repo"
 export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
-git init -q -b main
-for d in $(seq 0 99); do
-  mkdir -p "src/d$d"
-  for f in $(seq 0 $((files / 100 - 1))); do printf 'file %s %s\n' "$d" "$f" > "src/d$d/f$f.txt"; done
-done
-git add -A && git commit -q -m "$files files"
-for d in $(seq 0 99); do echo changed >> "src/d$d/f0.txt"; done
-for u in $(seq 0 19); do echo new > "untracked$u.txt"; done
 "$bin" init --task "Migrate auth to OAuth2" >/dev/null
 "$bin" update --completed "Plan" --remaining "PKCE login" --remaining "Token refresh" >/dev/null
 "$bin" checkpoint "baseline" >/dev/null

@@ -19,20 +19,9 @@ cargo build --release --locked -q
 bin="$PWD/target/release/pas-agent"
 work=$(mktemp -d "${TMPDIR:-/tmp}/pas-agent-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+. bench/lib.sh
+make_repo "$work" "$files"
 cd "$work"
-export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
-git init -q -b main
-for d in $(seq 0 99); do
-  mkdir -p "src/d$d"
-  for f in $(seq 0 $((files / 100 - 1))); do printf 'file %s %s\n' "$d" "$f" > "src/d$d/f$f.txt"; done
-done
-git add -A && git commit -q -m "$files files"
-for d in $(seq 0 99); do echo changed >> "src/d$d/f0.txt"; done
-for u in $(seq 0 19); do echo new > "untracked$u.txt"; done
-# Let git refresh its index once, as any `git status` of the user's would: files written in the
-# same second as the index are "racily clean" until then, and every reader re-hashes them.
-sleep 1.1
-git status >/dev/null
 "$bin" init --task bench >/dev/null
 "$bin" checkpoint "baseline" >/dev/null
 echo "repository: $(git ls-files | wc -l) tracked files, $(git status --porcelain | wc -l) changed"

@@ -1,0 +1,23 @@
+# Shared set-up for the benchmarks (sourced, not run).
+
+# make_repo DIR FILES: a git repository in DIR of FILES committed files in 100 directories, then
+# 100 of them modified and 20 files untracked, with git's index refreshed once — as any
+# `git status` of the user's would — so that no reader re-hashes "racily clean" files.
+make_repo() {
+  local dir=$1 files=$2 d f u
+  mkdir -p "$dir"
+  (
+    cd "$dir"
+    export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
+    git init -q -b main
+    for d in $(seq 0 99); do
+      mkdir -p "src/d$d"
+      for f in $(seq 0 $((files / 100 - 1))); do printf 'file %s %s\n' "$d" "$f" > "src/d$d/f$f.txt"; done
+    done
+    git add -A && git commit -q -m "$files files"
+    for d in $(seq 0 99); do echo changed >> "src/d$d/f0.txt"; done
+    for u in $(seq 0 19); do echo new > "untracked$u.txt"; done
+    sleep 1.1
+    git status >/dev/null
+  )
+}
