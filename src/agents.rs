@@ -41,7 +41,9 @@ pub struct Agent {
 /// `codex exec -c …` resumes as `codex exec resume <id> -c …`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resume {
+    /// The resume arguments, `{id}` standing for the session id (`["--resume", "{id}"]`).
     pub args: &'static [&'static str],
+    /// Subcommands after which `args` go instead of at the front (`["exec", "e"]` for Codex).
     pub subcommands: &'static [&'static str],
 }
 
@@ -87,18 +89,30 @@ pub enum SessionId {
     /// already hold one of `unless` (their own session choice wins, and nothing is recorded
     /// for it). `store`, when set, is checked after the run to confirm the agent used it.
     Choose {
+        /// The flag that takes the id (`--session-id`).
         flag: &'static str,
+        /// User flags that already pick a session (`--resume`, `--continue`, …), alone or
+        /// `--flag=value`.
         unless: &'static [&'static str],
+        /// Checked after the run for the chosen id; when the id is not there, the session is
+        /// looked up in the store as for [`SessionId::Discover`].
         store: Option<Store>,
     },
     /// The launcher reads the agent's own session store after the run.
     Discover(Store),
     /// The agent prints the id when it exits: the text after `marker` in the run's plain-text
     /// capture (only with a pseudo-terminal, where output is captured).
-    Printed { marker: &'static str },
+    Printed {
+        /// The text just before the id; the last occurrence wins, the id being the run of
+        /// ASCII letters, digits, `-` and `_` after it.
+        marker: &'static str,
+    },
     /// Run the executable with `args` after the run; it prints the sessions as a JSON array of
     /// objects with `id`, `directory` and `created` (milliseconds since the Unix epoch).
-    Listed { args: &'static [&'static str] },
+    Listed {
+        /// Arguments of the listing command (`["session", "list", "--format", "json"]`).
+        args: &'static [&'static str],
+    },
 }
 
 /// An agent's on-disk session store, read by [`crate::launch::session_id`].

@@ -26,6 +26,7 @@ pub struct Cli {
     #[arg(short = 'C', value_name = "DIR", global = true)]
     pub dir: Option<PathBuf>,
 
+    /// The command to run.
     #[command(subcommand)]
     pub command: Command,
 }
@@ -132,14 +133,20 @@ fn item_number(s: &str) -> Result<usize, String> {
 /// A task list, as `remove` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListArg {
+    /// Items done
     Completed,
+    /// Items still to do
     Remaining,
+    /// Decisions made (also: decision)
     #[value(alias = "decision")]
     Decisions,
+    /// What stops progress (also: blocker)
     #[value(alias = "blocker")]
     Blockers,
+    /// Rules the work must respect (also: constraint)
     #[value(alias = "constraint")]
     Constraints,
+    /// Facts learned along the way (also: discovery)
     #[value(alias = "discovery")]
     Discoveries,
 }
@@ -257,9 +264,13 @@ pub struct RunsArgs {
 /// A shell `hook` can integrate with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ShellArg {
+    /// bash 4.4 or later
     Bash,
+    /// zsh 5.3 or later
     Zsh,
+    /// fish 3.1 or later
     Fish,
+    /// PowerShell 7 or Windows PowerShell 5.1 (also: pwsh)
     #[value(alias = "pwsh")]
     Powershell,
 }

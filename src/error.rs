@@ -38,11 +38,17 @@ pub enum Error {
         "no pas-agent session found in {} or any parent directory\n  hint: start one with `pas-agent init --task \"<what you are working on>\"`",
         start.display()
     )]
-    NoSession { start: PathBuf },
+    NoSession {
+        /// The directory the search started from.
+        start: PathBuf,
+    },
 
     /// `init` found a session already in place.
     #[error("a session already exists at {}\n  hint: `pas-agent status` shows it; delete the .pas-agent directory to start over", path.display())]
-    SessionExists { path: PathBuf },
+    SessionExists {
+        /// The existing `.pas-agent/session.json`.
+        path: PathBuf,
+    },
 
     /// The session lock was held by another process for longer than the timeout.
     #[error(
@@ -50,26 +56,42 @@ pub enum Error {
         path.display()
     )]
     Locked {
+        /// The lock file (`.pas-agent/session.lock`, or the registry's lock file).
         path: PathBuf,
+        /// `" (the last pas-agent to take it was pid N)"` when the lock file names a pid, else "".
         holder: String,
+        /// How long this process waited, in milliseconds.
         waited_ms: u64,
     },
 
     /// The session file cannot be understood. The file has not been touched.
     #[error("{}: {problem}\n  the file was left unchanged; fix it by hand, or, if it is committed, restore it with `git checkout -- .pas-agent/session.json`", path.display())]
-    Damaged { path: PathBuf, problem: String },
+    Damaged {
+        /// The session file (or the run registry's `runs.json`).
+        path: PathBuf,
+        /// What is wrong (for bad JSON: the field path, line and column from serde).
+        problem: String,
+    },
 
     /// The session file was written by a newer pas-agent. The file has not been touched.
     #[error("{}: schema version {found} is newer than this pas-agent understands (up to {supported})\n  the file was left unchanged; upgrade pas-agent to work with it", path.display())]
     Unsupported {
+        /// The session file.
         path: PathBuf,
+        /// The `schema_version` the file declares.
         found: u64,
+        /// The newest schema version this build reads ([`crate::session::model::SCHEMA_VERSION`]).
         supported: u32,
     },
 
     /// An export target (context file) cannot be updated without risking the user's text.
     #[error("{}: {problem}", path.display())]
-    ExportUnsafe { path: PathBuf, problem: String },
+    ExportUnsafe {
+        /// The context file that was not written.
+        path: PathBuf,
+        /// What is wrong and that nothing was written, with a hint where one helps.
+        problem: String,
+    },
 
     /// Bad input the command line parser could not catch (an item number out of range,
     /// missing input with no terminal to ask on, …).
@@ -82,12 +104,19 @@ pub enum Error {
 
     /// The project cannot be used as a session root (a bare repository, inside `.git`).
     #[error("{}: {problem}", path.display())]
-    BadRoot { path: PathBuf, problem: String },
+    BadRoot {
+        /// The directory pas-agent was run in.
+        path: PathBuf,
+        /// Why it cannot hold a session, and where to run instead.
+        problem: String,
+    },
 
     /// An I/O error, with the path it happened on.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or directory being read, written or created.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: io::Error,
     },
@@ -98,7 +127,13 @@ pub enum Error {
 
     /// The launcher could not start the program.
     #[error("{message}")]
-    Launch { message: String, code: i32 },
+    Launch {
+        /// The whole message shown to the user, hints included.
+        message: String,
+        /// The exit code: [`exit::LAUNCHER_FAILED`], [`exit::NOT_EXECUTABLE`] or
+        /// [`exit::NOT_FOUND`].
+        code: i32,
+    },
 }
 
 impl Error {

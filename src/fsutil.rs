@@ -176,8 +176,10 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadErro
 /// Why [`read_limited`] failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// The file is larger than the limit: its size in bytes (`limit + 1` when unknown).
     #[error("the file is too large ({0} bytes)")]
     TooLarge(u64),
+    /// Opening or reading failed (a missing file is not an error but `Ok(None)`).
     #[error(transparent)]
     Io(io::Error),
 }

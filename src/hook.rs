@@ -18,9 +18,13 @@ use crate::error::{Error, Result};
 /// A shell with a hook script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shell {
+    /// bash 4.4+; template `shell/pas-agent.bash`.
     Bash,
+    /// zsh 5.3+; template `shell/pas-agent.zsh`.
     Zsh,
+    /// fish 3.1+; template `shell/pas-agent.fish`.
     Fish,
+    /// PowerShell 7 and Windows PowerShell 5.1; template `shell/pas-agent.ps1`.
     PowerShell,
 }
 

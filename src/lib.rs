@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! pas-agent keeps one portable record of a coding task — what it is, what is done and left,
 //! decisions, blockers, git state, checkpoints and agent runs — in `.pas-agent/session.json`,
 //! writes it into the context file each AI coding agent reads at startup, and launches agents

@@ -27,7 +27,12 @@ pub enum Scan {
     /// Exactly one start marker followed by exactly one end marker. `start` is the first byte
     /// of the start marker line; `end` is just past the end marker line's newline (or the end
     /// of the text).
-    Block { start: usize, end: usize },
+    Block {
+        /// Byte offset of the start marker line's first byte.
+        start: usize,
+        /// Byte offset just past the end marker line's newline (or the text's length).
+        end: usize,
+    },
     /// Markers that do not form exactly one block; the string says what is wrong, with lines.
     Broken(String),
 }

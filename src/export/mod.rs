@@ -74,7 +74,9 @@ fn same_file_path(a: &Path, b: &Path) -> bool {
 /// What an export did.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// The file written and the agent it is for.
     pub target: Target,
+    /// How the file changed: created, block updated or appended, or overwritten (`--force`).
     pub outcome: Outcome,
     /// Set when the work moved on since the latest checkpoint.
     pub stale: Option<Stale>,

@@ -40,6 +40,7 @@ pub struct Head {
 /// A work tree's state: HEAD plus the files that differ from it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorkTree {
+    /// Branch and commit HEAD points at.
     pub head: Head,
     /// Changed files under the session root, sorted by path, `.pas-agent/` excluded; with
     /// fingerprints when asked for [`Detail::Files`].
@@ -70,7 +71,9 @@ pub enum Detail {
 /// A path and how it changed between two commits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeChange {
+    /// Path relative to the repository top level, `/`-separated; the new path for a rename.
     pub path: String,
+    /// Added, modified, deleted or renamed (a copy counts as added); never untracked.
     pub status: FileStatus,
 }
 

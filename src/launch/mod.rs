@@ -34,6 +34,8 @@ pub use record::{Finished, Plan, Started};
 /// name it is recorded under.
 #[derive(Debug, Clone)]
 pub struct Program {
+    /// The agent's row when the name is a known agent (or one of its executables); `None` for
+    /// a plain program.
     pub agent: Option<&'static Agent>,
     /// Absolute path of the executable.
     pub path: PathBuf,

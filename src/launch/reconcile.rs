@@ -26,7 +26,9 @@ use crate::session::model::{Run, RunState};
 pub struct Abandoned {
     /// 1-based position in `runs`.
     pub number: usize,
+    /// The run's `agent`: canonical agent id or program name.
     pub agent: String,
+    /// The pid of the launcher that is gone, when the record has one.
     pub launcher_pid: Option<u32>,
 }
 

@@ -36,6 +36,7 @@ pub struct Plan {
     pub argv: Vec<String>,
     /// Directory the agent runs in.
     pub cwd: std::path::PathBuf,
+    /// Take the checkpoints before and after the run (false with `--no-checkpoint`).
     pub checkpoint: bool,
     /// The agent whose context file gets the export before the run, if any.
     pub export_to: Option<&'static Agent>,
@@ -48,6 +49,7 @@ pub struct Plan {
 /// A run that has been recorded as started.
 #[derive(Debug)]
 pub struct Started {
+    /// The run's id, as in [`Plan::run_id`].
     pub run_id: Uuid,
     nonce: String,
     /// 1-based position of the run in `runs`.
@@ -68,7 +70,9 @@ pub const AFTER_RECORD_LOCK_WAIT: std::time::Duration = std::time::Duration::fro
 /// What the after-record says, for the summary line.
 #[derive(Debug, Clone)]
 pub struct Finished {
+    /// The run record as saved, state `finished`.
     pub run: Run,
+    /// 1-based position of the run in `runs`.
     pub number: usize,
 }
 
@@ -225,9 +229,13 @@ fn exists(path: &Path) -> bool {
 /// What git says a run did, from its start (HEAD and changed files then) to now.
 #[derive(Debug, Clone, Default)]
 pub struct GitOutcome {
+    /// The work tree now, with fingerprints; `None` outside git or when git failed.
     pub tree: Option<WorkTree>,
+    /// Full commit id of HEAD now; `None` outside git or before the first commit.
     pub head_after: Option<String>,
+    /// Commits from `head_before` to `head_after`, oldest first, at most [`MAX_COMMITS`].
     pub commits: Vec<CommitRef>,
+    /// Files whose content or status changed since the start, committed changes included.
     pub files_changed: Vec<FileState>,
 }
 

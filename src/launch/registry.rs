@@ -42,21 +42,30 @@ pub const MAX_BYTES: u64 = 4 * 1024 * 1024;
 /// One live run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
+    /// The run's `id` in the project's `session.json`.
     pub run_id: Uuid,
     /// Absolute session root of the project.
     pub project: String,
     /// The pas-agent session's id.
     pub session_id: Uuid,
+    /// Canonical agent id, or the program name (the run record's `agent`).
     pub agent: String,
+    /// The command line that was started, program first.
     pub argv: Vec<String>,
+    /// Absolute directory the agent runs in.
     pub cwd: String,
+    /// When the run started; RFC 3339 UTC.
     pub started_at: DateTime<Utc>,
+    /// The launcher's process id.
     #[serde(default)]
     pub launcher_pid: Option<u32>,
+    /// Opaque token for the launcher's start, to detect pid reuse (see [`crate::launch::process`]).
     #[serde(default)]
     pub launcher_started: Option<String>,
+    /// A copy of the run record's `nonce`, the token only its launcher knows.
     #[serde(default)]
     pub nonce: Option<String>,
+    /// Fields this build does not know, written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -114,6 +123,7 @@ pub fn dir() -> Option<PathBuf> {
 /// The machine-wide registry.
 #[derive(Debug, Clone)]
 pub struct Registry {
+    /// Directory holding `runs.json` and `runs.lock` (see [`dir`]).
     pub dir: PathBuf,
 }
 

@@ -66,12 +66,16 @@ fn mentions(args: &[OsString], flags: &[&str]) -> bool {
 /// What is known after the run, for discovery.
 #[derive(Debug, Clone)]
 pub struct Finished<'a> {
+    /// The agent's row, which says how to learn the id ([`Agent::session_id`]).
     pub agent: &'a Agent,
     /// The resolved executable (for [`SessionId::Listed`]).
     pub program: &'a Path,
     /// The directory the agent ran in.
     pub cwd: &'a Path,
+    /// When the run started (the record's `started_at`); sessions are matched to it with a
+    /// 2-second slack.
     pub started: DateTime<Utc>,
+    /// When the agent exited (the record's `ended_at`), matched with the same slack.
     pub ended: DateTime<Utc>,
     /// The id chosen before the run (see [`prepare`]).
     pub chosen: Option<&'a str>,

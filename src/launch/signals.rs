@@ -18,7 +18,12 @@ pub enum Event {
     /// A signal reached the launcher. `from_kernel` is true when the kernel raised it (a key
     /// the terminal turned into SIGINT or SIGQUIT, a hang-up, a window resize), false when a
     /// process sent it with `kill` or similar.
-    Signal { signal: i32, from_kernel: bool },
+    Signal {
+        /// The signal number (`SIGINT` = 2, …).
+        signal: i32,
+        /// True when the kernel raised it, false when a process sent it.
+        from_kernel: bool,
+    },
     /// The agent exited.
     Exited(std::process::ExitStatus),
     /// The agent stopped itself (SIGTSTP from its terminal, SIGSTOP); only reported by

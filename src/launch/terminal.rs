@@ -21,9 +21,13 @@ static HOOK: Once = Once::new();
 /// A window size in character cells (and pixels, when the terminal reports them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Size {
+    /// Height in character cells (`ws_row`).
     pub rows: u16,
+    /// Width in character cells (`ws_col`).
     pub cols: u16,
+    /// Width in pixels (`ws_xpixel`); 0 when the terminal does not say.
     pub pixel_width: u16,
+    /// Height in pixels (`ws_ypixel`); 0 when the terminal does not say.
     pub pixel_height: u16,
 }
 

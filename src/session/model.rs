@@ -44,6 +44,7 @@ pub struct Session {
     /// runs is byte-for-byte what the original writes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<Run>,
+    /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -69,15 +70,26 @@ pub fn version_of(value: &Value) -> u32 {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TaskState {
+    /// What the task is, trimmed; `init` and `update --task` refuse an empty one ("" when missing).
     pub description: String,
+    /// What the task aims at, beyond its description; trimmed, "" when unset.
     pub objective: String,
+    /// Items done, in the order they were done; `status` numbers them from 1.
     pub completed: Vec<String>,
+    /// Items still to do, in order; `update --done N` moves item N (1-based) to `completed`.
     pub remaining: Vec<String>,
+    /// The very next step, trimmed; null when unset (a blank value counts as unset, see
+    /// [`TaskState::next`]).
     pub next_action: Option<String>,
+    /// What stops progress now; `update --resolve N` drops item N (1-based).
     pub blockers: Vec<String>,
+    /// Choices made and to be kept, oldest first.
     pub decisions: Vec<String>,
+    /// Rules the work must respect (requirements, limits), oldest first.
     pub constraints: Vec<String>,
+    /// Facts learned along the way, oldest first.
     pub discoveries: Vec<String>,
+    /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -85,11 +97,17 @@ pub struct TaskState {
 /// The numbered lists of a task, as `remove` and `status` name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListKind {
+    /// `task.completed`.
     Completed,
+    /// `task.remaining`.
     Remaining,
+    /// `task.blockers`.
     Blockers,
+    /// `task.decisions`.
     Decisions,
+    /// `task.constraints`.
     Constraints,
+    /// `task.discoveries`.
     Discoveries,
 }
 
@@ -148,6 +166,7 @@ pub struct GitRef {
     pub commit: Option<String>,
     /// Uncommitted changes (untracked files included), ignoring `.pas-agent/`.
     pub dirty: bool,
+    /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -159,6 +178,8 @@ pub struct Checkpoint {
     pub id: Uuid,
     /// RFC 3339 UTC.
     pub timestamp: DateTime<Utc>,
+    /// What the checkpoint marks, trimmed and never empty; the launcher writes
+    /// `before <agent> run` and `after <agent> run`.
     pub message: String,
     /// A copy of the task at checkpoint time.
     pub task_snapshot: TaskState,
@@ -168,6 +189,7 @@ pub struct Checkpoint {
     /// Files with uncommitted changes at checkpoint time, `.pas-agent/` excluded.
     #[serde(default)]
     pub files_changed: Vec<FileState>,
+    /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -178,6 +200,7 @@ pub struct FileState {
     /// Path relative to the repository top level, `/`-separated (git's porcelain path); the
     /// new path for a rename.
     pub path: String,
+    /// How the file differs from the last commit (or, in a run's `files_changed`, how it changed).
     pub status: FileStatus,
     /// Content fingerprint, see [`crate::fingerprint`]; absent for deleted, unreadable files
     /// and directories.
@@ -188,6 +211,7 @@ pub struct FileState {
     /// tool; the original ignores it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint_outside_block: Option<String>,
+    /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -211,11 +235,21 @@ impl FileState {
 /// string or single-key object) is kept as [`FileStatus::Other`] and written back unchanged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileStatus {
+    /// Git status `A` or `C`: a new or copied file (`git add -N` included). JSON `"Added"`.
     Added,
+    /// Any other change to a tracked file: content, mode, type, a conflict. JSON `"Modified"`.
     Modified,
+    /// Git status `D`: tracked but removed. JSON `"Deleted"`.
     Deleted,
+    /// Git status `?`: on disk, not ignored, not tracked. JSON `"Untracked"`.
     Untracked,
-    Renamed { from: String },
+    /// Git status `R`; the entry's `path` is the new path.
+    /// JSON `{"Renamed": {"from": "<old path>"}}`.
+    Renamed {
+        /// The old path, relative to the repository top level, `/`-separated.
+        from: String,
+    },
+    /// A status written by a newer pas-agent (a string or single-key object), kept verbatim.
     Other(Value),
 }
 
@@ -342,6 +376,7 @@ pub struct CommitRef {
     pub id: String,
     /// First line of the message.
     pub summary: String,
+    /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -357,8 +392,13 @@ pub struct Run {
     pub argv: Vec<String>,
     /// Absolute directory the agent ran in.
     pub cwd: String,
+    /// `running` until the launcher writes the after-record (`finished`) or a later command finds
+    /// it gone (`abandoned`).
     pub state: RunState,
+    /// When the launcher began the run (before checkpoint, export and agent start); RFC 3339 UTC.
     pub started_at: DateTime<Utc>,
+    /// When the agent exited; RFC 3339 UTC. Null while running, and for an abandoned run (nobody
+    /// saw it end).
     #[serde(default)]
     pub ended_at: Option<DateTime<Utc>>,
     /// Whole milliseconds; null while running.
@@ -380,8 +420,11 @@ pub struct Run {
     /// A random value only the launcher knows, so that it finalizes its own record and no other.
     #[serde(default)]
     pub nonce: Option<String>,
+    /// Full commit id of `HEAD` when the run started; null outside git or before the first commit.
     #[serde(default)]
     pub head_before: Option<String>,
+    /// Full commit id of `HEAD` at the end (or when found abandoned); null while running, outside
+    /// git, or with no commit.
     #[serde(default)]
     pub head_after: Option<String>,
     /// Commits made during the run, oldest first.
@@ -390,10 +433,15 @@ pub struct Run {
     /// Files whose content or status changed during the run.
     #[serde(default)]
     pub files_changed: Vec<FileState>,
+    /// The agent's own session id, for `run <agent> --resume`; null when it could not be learned.
     #[serde(default)]
     pub agent_session_id: Option<String>,
+    /// Id of the checkpoint taken at the start (`before <agent> run`, or the latest one if nothing
+    /// changed since); null with `--no-checkpoint`.
     #[serde(default)]
     pub checkpoint_before: Option<Uuid>,
+    /// Id of the checkpoint taken at the end (`after <agent> run`, or the latest if unchanged);
+    /// null while running, if abandoned, or with `--no-checkpoint`.
     #[serde(default)]
     pub checkpoint_after: Option<Uuid>,
     /// Path of the output capture, relative to the project root.
@@ -403,6 +451,7 @@ pub struct Run {
     /// after-record (or a later reconcile) computes `files_changed`. Dropped once finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Vec<FileState>>,
+    /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
 }

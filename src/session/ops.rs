@@ -32,15 +32,25 @@ pub fn new_session(project_name: String, description: String, now: DateTime<Utc>
 /// What `update` asks for. Strings are taken as typed; trimming happens here.
 #[derive(Debug, Clone, Default)]
 pub struct Update {
+    /// `--task`: the new description; blank is an error.
     pub task: Option<String>,
+    /// `--objective`: the new objective; blank clears it.
     pub objective: Option<String>,
+    /// `--next`: the new next action; blank clears it.
     pub next: Option<String>,
+    /// `--clear-next`: set the next action to null (after `next`, so it wins).
     pub clear_next: bool,
+    /// `--completed`: items to append to `completed`; blank ones are dropped.
     pub completed: Vec<String>,
+    /// `--remaining`: items to append to `remaining`; blank ones are dropped.
     pub remaining: Vec<String>,
+    /// `--decision`: items to append to `decisions`; blank ones are dropped.
     pub decisions: Vec<String>,
+    /// `--blocker`: items to append to `blockers`; blank ones are dropped.
     pub blockers: Vec<String>,
+    /// `--constraint`: items to append to `constraints`; blank ones are dropped.
     pub constraints: Vec<String>,
+    /// `--discovery`: items to append to `discoveries`; blank ones are dropped.
     pub discoveries: Vec<String>,
     /// 1-based numbers of remaining items to move to completed.
     pub done: Vec<usize>,
