@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{Sandbox, stderr};
+use crate::common::Sandbox;
 use crate::launcher_support::{last_run, runs};
 use crate::mock_model::{Mock, REPLY};
 
@@ -34,17 +34,44 @@ fn session() -> Sandbox {
     sb
 }
 
-fn run_ok(sb: &Sandbox, args: &[&str]) -> String {
-    let out = sb.run(args);
-    eprintln!("STDERR {}", stderr(&out));
+/// The last run, checked to be a successful run of `agent`, with the agent's own session id
+/// it recorded.
+fn finished_ok(sb: &Sandbox, agent: &str) -> (Value, String) {
+    let run = last_run(sb);
+    assert_eq!(run["agent"], agent);
+    assert_eq!(run["exit_code"], 0);
+    let id = run["agent_session_id"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    (run, id)
+}
+
+/// The files of an agent's store under `dir` that `keep` selects.
+fn store_files(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    walk(dir).into_iter().filter(|p| keep(p)).collect()
+}
+
+/// Some request to `endpoint` carried the session's task: the exported `file` reached the model.
+fn assert_task_reached(mock: &Mock, endpoint: &str, file: &str) {
+    let requests = mock.model_requests(endpoint);
     assert!(
-        out.status.success(),
-        "pas-agent {args:?} exited {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        stderr(&out)
+        requests.iter().any(|r| r.body.contains(TASK)),
+        "{file} reached the model"
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A request made after the first `before` carried the new prompt and the earlier one: the
+/// resumed session kept its conversation.
+fn assert_resumed_conversation(mock: &Mock, before: usize) {
+    let later = &mock.requests()[before..];
+    assert!(
+        later
+            .iter()
+            .any(|r| r.body.contains("Next step please")
+                && r.body.contains("Say hello to the ledger")),
+        "the resumed request carries the earlier conversation"
+    );
 }
 
 fn argv(run: &Value) -> Vec<String> {
@@ -94,34 +121,24 @@ fn claude_code_runs_records_its_session_writes_a_file_and_resumes() {
         ),
         ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
     ]);
-    let out = run_ok(
-        &sb,
-        &[
-            "run",
-            "claude",
-            "--",
-            "-p",
-            "Please write hello.txt",
-            "--permission-mode",
-            "acceptEdits",
-        ],
-    );
+    let out = sb.ok(&[
+        "run",
+        "claude",
+        "--",
+        "-p",
+        "Please write hello.txt",
+        "--permission-mode",
+        "acceptEdits",
+    ]);
     assert!(out.contains(REPLY), "{out}");
     assert_eq!(sb.read("hello.txt"), "written by claude\n");
 
-    let run = last_run(&sb);
-    assert_eq!(run["agent"], "claude-code");
-    assert_eq!(run["exit_code"], 0);
-    let id = run["agent_session_id"]
-        .as_str()
-        .expect("session id")
-        .to_string();
+    let (run, id) = finished_ok(&sb, "claude-code");
     assert_eq!(argv(&run)[..3], ["claude", "--session-id", id.as_str()]);
     // The id is the one Claude wrote in its own store.
-    let transcripts: Vec<PathBuf> = walk(&sb.home.join(".claude/projects"))
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
+    let transcripts: Vec<PathBuf> = store_files(&sb.home.join(".claude/projects"), |p| {
+        p.extension().is_some_and(|e| e == "jsonl")
+    });
     assert_eq!(transcripts.len(), 1, "{transcripts:?}");
     assert_eq!(transcripts[0].file_stem().unwrap().to_string_lossy(), id);
     let files: Vec<&str> = run["files_changed"]
@@ -144,25 +161,21 @@ fn claude_code_runs_records_its_session_writes_a_file_and_resumes() {
 
     // Resume: the same session, with Claude's own syntax; the model sees the earlier turn.
     let before = mock.requests().len();
-    run_ok(
-        &sb,
-        &[
-            "run",
-            "claude",
-            "--resume",
-            "--",
-            "-p",
-            "What did you write?",
-        ],
-    );
+    sb.ok(&[
+        "run",
+        "claude",
+        "--resume",
+        "--",
+        "-p",
+        "What did you write?",
+    ]);
     let resumed = last_run(&sb);
     assert_eq!(argv(&resumed)[..3], ["claude", "--resume", id.as_str()]);
     // Claude kept the session: still one transcript, named by the id, and it is what the
     // resumed run records.
-    let transcripts: Vec<PathBuf> = walk(&sb.home.join(".claude/projects"))
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
+    let transcripts: Vec<PathBuf> = store_files(&sb.home.join(".claude/projects"), |p| {
+        p.extension().is_some_and(|e| e == "jsonl")
+    });
     assert_eq!(transcripts.len(), 1, "{transcripts:?}");
     assert_eq!(resumed["agent_session_id"], id.as_str());
     let later: Vec<_> = mock.requests()[before..]
@@ -261,28 +274,17 @@ fn codex_runs_records_its_rollout_id_and_resumes_it() {
     sb.env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
     let mut args = vec!["run".to_string(), "codex".into(), "--".into()];
     args.extend(codex_args(&mock, "Say hello to the ledger"));
-    let out = run_ok(&sb, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = sb.ok(&args);
     assert!(out.contains(REPLY), "{out}");
-    let run = last_run(&sb);
-    assert_eq!(run["agent"], "codex");
-    assert_eq!(run["exit_code"], 0);
-    let id = run["agent_session_id"]
-        .as_str()
-        .expect("session id")
-        .to_string();
-    let rollouts: Vec<PathBuf> = walk(&sb.home.join(".codex/sessions"))
-        .into_iter()
-        .filter(|p| p.to_string_lossy().ends_with(".jsonl"))
-        .collect();
+    let (_, id) = finished_ok(&sb, "codex");
+    let rollouts: Vec<PathBuf> = store_files(&sb.home.join(".codex/sessions"), |p| {
+        p.to_string_lossy().ends_with(".jsonl")
+    });
     assert_eq!(rollouts.len(), 1, "{rollouts:?}");
     let meta = first_line(&rollouts[0]);
     assert_eq!(meta["type"], "session_meta");
     assert_eq!(meta["payload"]["id"], id.as_str());
-    let requests = mock.model_requests("/v1/responses");
-    assert!(
-        requests.iter().any(|r| r.body.contains(TASK)),
-        "AGENTS.md reached the model"
-    );
+    assert_task_reached(&mock, "/v1/responses", "AGENTS.md");
 
     let before = mock.requests().len();
     let mut args = vec![
@@ -292,7 +294,7 @@ fn codex_runs_records_its_rollout_id_and_resumes_it() {
         "--".into(),
     ];
     args.extend(codex_args(&mock, "Next step please"));
-    run_ok(&sb, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    sb.ok(&args);
     let resumed = last_run(&sb);
     assert_eq!(
         argv(&resumed)[..5],
@@ -305,14 +307,7 @@ fn codex_runs_records_its_rollout_id_and_resumes_it() {
         ]
     );
     assert_eq!(resumed["agent_session_id"], id.as_str());
-    let later = &mock.requests()[before..];
-    assert!(
-        later
-            .iter()
-            .any(|r| r.body.contains("Next step please")
-                && r.body.contains("Say hello to the ledger")),
-        "the resumed request carries the earlier conversation"
-    );
+    assert_resumed_conversation(&mock, before);
     assert_eq!(runs(&sb).len(), 2);
 }
 
@@ -333,63 +328,39 @@ fn gemini_cli_runs_records_its_chat_id_and_resumes_it() {
         ("GEMINI_CLI_TRUST_WORKSPACE".to_string(), "true".to_string()),
     ]);
     // An explicit model skips the model router's extra classification calls.
-    let out = run_ok(
-        &sb,
-        &[
-            "run",
-            "gemini",
-            "--",
-            "-m",
-            "gemini-2.5-flash",
-            "-p",
-            "Say hello to the ledger",
-        ],
-    );
+    let out = sb.ok(&[
+        "run",
+        "gemini",
+        "--",
+        "-m",
+        "gemini-2.5-flash",
+        "-p",
+        "Say hello to the ledger",
+    ]);
     assert!(out.contains(REPLY), "{out}");
-    let run = last_run(&sb);
-    assert_eq!(run["agent"], "gemini-cli");
-    assert_eq!(run["exit_code"], 0);
-    let id = run["agent_session_id"]
-        .as_str()
-        .expect("session id")
-        .to_string();
-    let chats: Vec<PathBuf> = walk(&sb.home.join(".gemini/tmp"))
-        .into_iter()
-        .filter(|p| p.to_string_lossy().contains("/chats/session-"))
-        .collect();
+    let (_, id) = finished_ok(&sb, "gemini-cli");
+    let chats: Vec<PathBuf> = store_files(&sb.home.join(".gemini/tmp"), |p| {
+        p.to_string_lossy().contains("/chats/session-")
+    });
     assert_eq!(chats.len(), 1, "{chats:?}");
     assert_eq!(first_line(&chats[0])["sessionId"], id.as_str());
-    let requests = mock.model_requests("/v1beta/models/");
-    assert!(
-        requests.iter().any(|r| r.body.contains(TASK)),
-        "GEMINI.md reached the model"
-    );
+    assert_task_reached(&mock, "/v1beta/models/", "GEMINI.md");
 
     let before = mock.requests().len();
-    run_ok(
-        &sb,
-        &[
-            "run",
-            "gemini",
-            "--resume",
-            "--",
-            "-m",
-            "gemini-2.5-flash",
-            "-p",
-            "Next step please",
-        ],
-    );
+    sb.ok(&[
+        "run",
+        "gemini",
+        "--resume",
+        "--",
+        "-m",
+        "gemini-2.5-flash",
+        "-p",
+        "Next step please",
+    ]);
     let resumed = last_run(&sb);
     assert_eq!(argv(&resumed)[..3], ["gemini", "--resume", id.as_str()]);
     assert_eq!(resumed["agent_session_id"], id.as_str());
-    let later = &mock.requests()[before..];
-    assert!(
-        later
-            .iter()
-            .any(|r| r.body.contains("Next step please")
-                && r.body.contains("Say hello to the ledger")),
-        "the resumed request carries the earlier conversation"
-    );
+    assert_resumed_conversation(&mock, before);
 }
 
 #[test]
@@ -407,48 +378,25 @@ fn opencode_runs_records_its_listed_session_and_resumes_it() {
         ),
     )
     .unwrap();
-    let out = run_ok(
-        &sb,
-        &["run", "opencode", "--", "run", "Say hello to the ledger"],
-    );
-    eprintln!("{}", stderr(&sb.run(&["runs"])));
+    let out = sb.ok(&["run", "opencode", "--", "run", "Say hello to the ledger"]);
     assert!(out.contains(REPLY), "{out}");
-    let run = last_run(&sb);
-    assert_eq!(run["agent"], "opencode");
-    let id = run["agent_session_id"]
-        .as_str()
-        .expect("session id")
-        .to_string();
+    let (_, id) = finished_ok(&sb, "opencode");
     assert!(id.starts_with("ses_"), "{id}");
-    let requests = mock.model_requests("/v1/responses");
-    assert!(
-        requests.iter().any(|r| r.body.contains(TASK)),
-        "AGENTS.md reached the model"
-    );
+    assert_task_reached(&mock, "/v1/responses", "AGENTS.md");
 
     let before = mock.requests().len();
-    run_ok(
-        &sb,
-        &[
-            "run",
-            "opencode",
-            "--resume",
-            "--",
-            "run",
-            "Next step please",
-        ],
-    );
+    sb.ok(&[
+        "run",
+        "opencode",
+        "--resume",
+        "--",
+        "run",
+        "Next step please",
+    ]);
     let resumed = last_run(&sb);
     assert_eq!(
         argv(&resumed)[..4],
         ["opencode", "run", "--session", id.as_str()]
     );
-    let later = &mock.requests()[before..];
-    assert!(
-        later
-            .iter()
-            .any(|r| r.body.contains("Next step please")
-                && r.body.contains("Say hello to the ledger")),
-        "the resumed request carries the earlier conversation"
-    );
+    assert_resumed_conversation(&mock, before);
 }
