@@ -14,8 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::Sandbox;
-use crate::launcher_support::{last_run, runs};
+use crate::common::{Sandbox, changed_paths, last_run, runs};
 use crate::mock_model::{Mock, REPLY};
 
 /// The task every test session carries; the model must see it.
@@ -141,14 +140,8 @@ fn claude_code_runs_records_its_session_writes_a_file_and_resumes() {
     });
     assert_eq!(transcripts.len(), 1, "{transcripts:?}");
     assert_eq!(transcripts[0].file_stem().unwrap().to_string_lossy(), id);
-    let files: Vec<&str> = run["files_changed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["path"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        files,
+        changed_paths(&run),
         ["hello.txt"],
         "CLAUDE.md was written by the export, not by Claude"
     );

@@ -229,3 +229,27 @@ pub fn stdout(out: &Output) -> String {
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// `session.json`'s runs, or an empty list (also while the file is missing or being replaced).
+pub fn runs(sb: &Sandbox) -> Vec<Value> {
+    std::fs::read_to_string(sb.path(".pas-agent/session.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|s| s["runs"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// The last run record.
+pub fn last_run(sb: &Sandbox) -> Value {
+    runs(sb).pop().expect("a run record")
+}
+
+/// The paths of a run's (or checkpoint's) `files_changed`.
+pub fn changed_paths(record: &Value) -> Vec<&str> {
+    record["files_changed"]
+        .as_array()
+        .expect("files_changed")
+        .iter()
+        .map(|f| f["path"].as_str().expect("a path"))
+        .collect()
+}

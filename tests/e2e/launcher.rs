@@ -3,10 +3,8 @@
 
 use std::process::Stdio;
 
-use crate::common::{Sandbox, stderr};
-use crate::launcher_support::{
-    Tmux, alive, kill, last_run, read, running_launcher, runs, wait_for,
-};
+use crate::common::{Sandbox, changed_paths, last_run, runs, stderr};
+use crate::launcher_support::{Tmux, alive, kill, read, running_launcher, wait_for};
 
 const SIGHUP: i32 = 1;
 const SIGINT: i32 = 2;
@@ -362,14 +360,8 @@ fn a_killed_launcher_leaves_a_running_record_that_the_next_command_abandons() {
     assert_eq!(run["head_after"], sb.git(&["rev-parse", "HEAD"]));
     assert_eq!(run["commits"].as_array().unwrap().len(), 1);
     assert_eq!(run["commits"][0]["summary"], "agent commit");
-    let files: Vec<&str> = run["files_changed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["path"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        files,
+        changed_paths(&run),
         ["later.txt", "made.txt"],
         "the dirty file from before is not the agent's"
     );

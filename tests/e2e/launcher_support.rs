@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use crate::common::{Sandbox, bin};
+use crate::common::{Sandbox, bin, runs};
 
 /// How long any wait may take before the test fails: generous, since CI has two cores and the
 /// real agents start slowly. Nothing is asserted about speed.
@@ -41,20 +39,6 @@ pub fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
         assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// `session.json`'s runs, or an empty list.
-pub fn runs(sb: &Sandbox) -> Vec<Value> {
-    std::fs::read_to_string(sb.path(".pas-agent/session.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .and_then(|s| s["runs"].as_array().cloned())
-        .unwrap_or_default()
-}
-
-/// The last run record.
-pub fn last_run(sb: &Sandbox) -> Value {
-    runs(sb).pop().expect("a run record")
 }
 
 /// Waits until the last run is `running` and returns its launcher pid.

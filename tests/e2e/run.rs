@@ -2,16 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, stderr, stdout};
-
-fn last_run(sb: &Sandbox) -> Value {
-    sb.session()["runs"]
-        .as_array()
-        .expect("runs")
-        .last()
-        .unwrap()
-        .clone()
-}
+use crate::common::{Sandbox, changed_paths, last_run, stderr, stdout};
 
 #[test]
 fn a_program_that_edits_and_commits_is_recorded() {
@@ -112,13 +103,7 @@ echo "$PAS_AGENT_RUN_ID" > run-id.txt"#,
     assert_eq!(run["argv"], json!(["codex", "exec", "hi"]));
     assert_eq!(sb.read("run-id.txt").trim(), run["id"].as_str().unwrap());
     // Our own export is not counted as the agent's change.
-    let paths: Vec<&str> = run["files_changed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["path"].as_str().unwrap())
-        .collect();
-    assert_eq!(paths, ["run-id.txt"]);
+    assert_eq!(changed_paths(&run), ["run-id.txt"]);
     // Aliases and executable names resolve to the agent.
     sb.stand_in("claude", "test -f CLAUDE.md");
     let out = sb.run(&["run", "claude"]);
