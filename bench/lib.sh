@@ -1,4 +1,14 @@
-# Shared set-up for the benchmarks (sourced, not run).
+# shellcheck shell=bash disable=SC2034  # bin and work are for the scripts that source this
+# Shared set-up for the benchmarks (sourced, not run, from the repository's top level).
+
+# start_bench: builds the release binary and sets `bin` to it and `work` to a fresh temporary
+# directory, removed when the script exits.
+start_bench() {
+  cargo build --release --locked -q
+  bin="$PWD/target/release/pas-agent"
+  work=$(mktemp -d "${TMPDIR:-/tmp}/pas-agent-bench.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+}
 
 # make_repo DIR FILES: a git repository in DIR of FILES committed files in 100 directories, then
 # 100 of them modified and 20 files untracked, with git's index refreshed once — as any
@@ -7,7 +17,7 @@ make_repo() {
   local dir=$1 files=$2 d f u
   mkdir -p "$dir"
   (
-    cd "$dir"
+    cd "$dir" || exit 1
     export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
     git init -q -b main
     for d in $(seq 0 99); do

@@ -26,13 +26,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 files=${1:-10000}
-cargo build --release --locked -q
-bin="$PWD/target/release/pas-agent"
-work=$(mktemp -d "${TMPDIR:-/tmp}/pas-agent-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. bench/lib.sh
+start_bench
 export LC_ALL=C XDG_RUNTIME_DIR="$work/run" PAS_AGENT_NOTICE=0
 mkdir -p "$XDG_RUNTIME_DIR"
-. bench/lib.sh
 make_repo "$work/repo" "$files"
 cd "$work/repo"
 export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b

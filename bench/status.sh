@@ -15,11 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 files=${1:-10000}
-cargo build --release --locked -q
-bin="$PWD/target/release/pas-agent"
-work=$(mktemp -d "${TMPDIR:-/tmp}/pas-agent-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
 . bench/lib.sh
+start_bench
 make_repo "$work" "$files"
 cd "$work"
 "$bin" init --task bench >/dev/null
