@@ -201,16 +201,6 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         capture: capture.as_ref().map(|_| capture::paths(&run_id).0),
         agent_session_id: resumed.clone(),
     };
-    // Session ids earlier runs recorded, so that this run never takes one of theirs.
-    let taken: Vec<String> = project
-        .load()
-        .map(|s| {
-            s.runs
-                .iter()
-                .filter_map(|r| r.agent_session_id.clone())
-                .collect()
-        })
-        .unwrap_or_default();
     let started = record::before(&project, &plan)?;
     match &started.export {
         Some(Ok(report)) => note(&format!(
@@ -274,7 +264,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             ended: ended_at,
             chosen: chosen.as_deref(),
             capture_txt: capture_txt.as_deref(),
-            taken: &taken,
+            taken: &started.taken,
         };
         match &resumed {
             Some(id) => Some(session_id::after_resume(&finished, id)),

@@ -62,6 +62,8 @@ pub struct Started {
     pub export: Option<std::result::Result<export::Report, String>>,
     /// Other runs of this project whose launcher is alive or may be: `(number, agent, pid)`.
     pub others: Vec<(usize, String, Option<u32>)>,
+    /// Agent session ids earlier runs recorded: never this run's.
+    pub taken: Vec<String>,
 }
 
 /// How long the after-record waits for the session lock at least.
@@ -127,7 +129,12 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     let target = plan
         .export_to
         .map(|a| Target::new(project, a, None, &plan.cwd));
-    let (number, baseline, export, others, session_id, run) = project.modify(|s| {
+    let (number, baseline, export, others, taken, session_id, run) = project.modify(|s| {
+        let taken: Vec<String> = s
+            .runs
+            .iter()
+            .filter_map(|r| r.agent_session_id.clone())
+            .collect();
         // A run started from inside another (an agent's shell running `pas-agent run`) is
         // nested in it, not beside it.
         let parent = std::env::var(super::RUN_ID_ENV).ok();
@@ -167,7 +174,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         });
         s.updated_at = now;
         let run = s.runs.last().cloned();
-        Ok((s.runs.len(), baseline, export, others, s.id, run))
+        Ok((s.runs.len(), baseline, export, others, taken, s.id, run))
     })?;
     if let Some(run) = run {
         let entry = registry::Entry::of(&run, &project.root, session_id);
@@ -185,6 +192,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         baseline,
         export,
         others,
+        taken,
     })
 }
 
