@@ -256,7 +256,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         .as_ref()
         .map(|_| project.root.join(capture::paths(&run_id).1));
     let agent_session = program.agent.and_then(|agent| {
-        let finished = session_id::Finished {
+        let finished = session_id::RunFacts {
             agent,
             program: &program.path,
             cwd: &cwd,

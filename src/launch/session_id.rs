@@ -65,7 +65,7 @@ fn mentions(args: &[OsString], flags: &[&str]) -> bool {
 
 /// What is known after the run, for discovery.
 #[derive(Debug, Clone)]
-pub struct Finished<'a> {
+pub struct RunFacts<'a> {
     /// The agent's row, which says how to learn the id ([`Agent::session_id`]).
     pub agent: &'a Agent,
     /// The resolved executable (for [`SessionId::Listed`]).
@@ -86,7 +86,7 @@ pub struct Finished<'a> {
     pub taken: &'a [String],
 }
 
-impl Finished<'_> {
+impl RunFacts<'_> {
     /// Whether `id` is not another run's.
     fn fresh(&self, id: &str) -> bool {
         !self.taken.iter().any(|t| t == id)
@@ -94,7 +94,7 @@ impl Finished<'_> {
 }
 
 /// The agent's session id for a finished new run, or `None` when it cannot be learned.
-pub fn discover(run: &Finished<'_>) -> Option<String> {
+pub fn discover(run: &RunFacts<'_>) -> Option<String> {
     match run.agent.session_id {
         SessionId::Unknown => None,
         SessionId::Choose { store, .. } => {
@@ -114,7 +114,7 @@ pub fn discover(run: &Finished<'_>) -> Option<String> {
 /// The session a resumed run ended in: the agent's store says which session was written during
 /// the run (a resume that forks, or an agent that starts a new id on resume, shows up there);
 /// otherwise the id that was resumed.
-pub fn after_resume(run: &Finished<'_>, resumed: &str) -> String {
+pub fn after_resume(run: &RunFacts<'_>, resumed: &str) -> String {
     let store = match run.agent.session_id {
         SessionId::Choose { store, .. } => store,
         SessionId::Discover(store) => Some(store),
@@ -161,7 +161,7 @@ fn claude_has(projects: &Path, id: &str) -> bool {
     subdirs(projects).any(|d| d.join(&name).is_file())
 }
 
-fn read_store(store: Store, run: &Finished<'_>) -> Option<String> {
+fn read_store(store: Store, run: &RunFacts<'_>) -> Option<String> {
     match store {
         Store::ClaudeProjects => claude(&claude_dir()?.join("projects"), run),
         Store::CodexRollouts => codex(&codex_dir()?.join("sessions"), run),
@@ -199,7 +199,7 @@ fn slack() -> chrono::Duration {
 }
 
 /// Whether `t` falls inside the run, with slack.
-fn inside(run: &Finished<'_>, t: DateTime<Utc>) -> bool {
+fn inside(run: &RunFacts<'_>, t: DateTime<Utc>) -> bool {
     t >= run.started - slack() && t <= run.ended + slack()
 }
 
@@ -225,7 +225,7 @@ fn same_dir(a: &str, b: &Path) -> bool {
 }
 
 /// Claude Code: transcripts under `projects` written during the run whose events name this cwd.
-fn claude(projects: &Path, run: &Finished<'_>) -> Option<String> {
+fn claude(projects: &Path, run: &RunFacts<'_>) -> Option<String> {
     let mut best: Option<(DateTime<Utc>, String)> = None;
     for dir in subdirs(projects) {
         for path in files(&dir) {
@@ -268,7 +268,7 @@ fn claude_session(path: &Path, cwd: &Path) -> Option<String> {
 
 /// Codex: rollouts under `sessions` in the day directories the run touched (local and UTC
 /// dates, a day either side) whose `session_meta` has this cwd and a start inside the run.
-fn codex(sessions: &Path, run: &Finished<'_>) -> Option<String> {
+fn codex(sessions: &Path, run: &RunFacts<'_>) -> Option<String> {
     let mut days = std::collections::BTreeSet::new();
     let mut day = (run.started - chrono::Duration::days(1)).date_naive();
     let last = (run.ended + chrono::Duration::days(1)).date_naive();
@@ -315,7 +315,7 @@ fn codex(sessions: &Path, run: &Finished<'_>) -> Option<String> {
 
 /// Gemini CLI: the project's chat files under `root` (`~/.gemini`) whose first line says a main
 /// session started inside the run.
-fn gemini(root: &Path, run: &Finished<'_>) -> Option<String> {
+fn gemini(root: &Path, run: &RunFacts<'_>) -> Option<String> {
     let tmp = root.join("tmp");
     let mut dirs: Vec<PathBuf> = Vec::new();
     // The registry maps the project directory to its short id.
@@ -392,7 +392,7 @@ fn printed(capture: &Path, marker: &str) -> Option<String> {
 
 /// Runs the agent's own session listing and picks the newest session of this cwd created
 /// inside the run.
-fn listed(run: &Finished<'_>, args: &[&str]) -> Option<String> {
+fn listed(run: &RunFacts<'_>, args: &[&str]) -> Option<String> {
     let mut child = std::process::Command::new(run.program)
         .args(args)
         .current_dir(run.cwd)
@@ -473,8 +473,8 @@ mod tests {
         assert_eq!(printed(&cap, "--resume-id "), None);
     }
 
-    fn finished<'a>(agent: &'a Agent, cwd: &'a Path, started: DateTime<Utc>) -> Finished<'a> {
-        Finished {
+    fn finished<'a>(agent: &'a Agent, cwd: &'a Path, started: DateTime<Utc>) -> RunFacts<'a> {
+        RunFacts {
             agent,
             program: Path::new("/nonexistent"),
             cwd,
@@ -526,7 +526,7 @@ mod tests {
         assert_eq!(codex(&sessions, &run).as_deref(), Some("newest"));
         // A session an earlier run recorded is never this run's, however close in time.
         let taken = ["newest".to_string()];
-        let run = Finished {
+        let run = RunFacts {
             taken: &taken,
             ..finished(agent, &cwd, start)
         };
