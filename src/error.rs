@@ -84,6 +84,16 @@ pub enum Error {
         supported: u32,
     },
 
+    /// A write was refused because the file would be larger than pas-agent reads back
+    /// ([`crate::limits`]). Nothing was written; the file is unchanged.
+    #[error("{}: {problem}", path.display())]
+    TooLarge {
+        /// The file that was not written.
+        path: PathBuf,
+        /// The sizes, the limit and what to do.
+        problem: String,
+    },
+
     /// An export target (context file) cannot be updated without risking the user's text.
     #[error("{}: {problem}", path.display())]
     ExportUnsafe {
@@ -150,6 +160,7 @@ impl Error {
             Error::SessionExists { .. }
             | Error::Message(_)
             | Error::BadRoot { .. }
+            | Error::TooLarge { .. }
             | Error::Io { .. } => exit::FAILURE,
         }
     }

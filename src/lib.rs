@@ -20,6 +20,7 @@ pub mod fsutil;
 pub mod git;
 pub mod hook;
 pub mod launch;
+pub mod limits;
 pub mod session;
 pub mod stale;
 pub mod term;

@@ -2,7 +2,7 @@
 
 use chrono::Utc;
 
-use super::{live, project};
+use super::{project, seen};
 use crate::cli::CheckpointArgs;
 use crate::display::count;
 use crate::error::{Error, Result};
@@ -28,16 +28,21 @@ pub fn run(args: CheckpointArgs) -> Result<i32> {
             "the checkpoint message cannot be empty".into(),
         ));
     }
-    let (_repo, tree) = live(&project, Detail::Files);
+    let seen = seen(&project, Detail::Files);
+    let tree = seen.tree;
     let now = Utc::now();
-    let number =
-        project.modify(|s| Ok(ops::add_checkpoint(s, message.clone(), tree.as_ref(), now)))?;
+    let number = project.modify(|s| {
+        Ok(ops::keeping_git_if_unknown(s, seen.unknown, |s| {
+            ops::add_checkpoint(s, message.clone(), tree.as_ref(), now)
+        }))
+    })?;
     let files = match &tree {
         Some(t) if t.files.is_empty() => "no uncommitted changes".to_string(),
         Some(t) => format!(
             "{} with uncommitted changes",
             count(t.files.len(), "file", "files")
         ),
+        None if seen.unknown => "git could not be read: no files recorded".to_string(),
         None => "not in a git repository: no files recorded".to_string(),
     };
     crate::term::print(&format!(

@@ -68,19 +68,54 @@ fn cwd() -> Result<PathBuf> {
     std::env::current_dir().map_err(|e| Error::io(".", e))
 }
 
-/// The session above the current directory.
+/// The session above the current directory. When the current directory is inside a separate
+/// git repository nested below the session root (its own `git init`, a submodule), the
+/// session is still the one above, and it records the git state of its own root's repository,
+/// not the nested one's: say so on stderr rather than silently.
 fn project() -> Result<Project> {
-    Project::find(&cwd()?)
+    let cwd = cwd()?;
+    let project = Project::find(&cwd)?;
+    if let Some(nested) = nested_repository(&cwd, &project.root) {
+        crate::term::note(&format!(
+            "note: {} is a separate git repository inside the session at {}; this command uses that session, which records the git state of {}, not of {}\n  hint: `pas-agent init` in {} starts a session of its own",
+            clean(&nested.to_string_lossy()),
+            clean(&project.root.to_string_lossy()),
+            clean(&project.root.to_string_lossy()),
+            clean(&nested.to_string_lossy()),
+            clean(&nested.to_string_lossy()),
+        ));
+    }
+    Ok(project)
+}
+
+/// The innermost directory between `cwd` (included) and `root` (excluded) that holds a
+/// `.git` (a directory, or the file of a submodule or linked work tree): a repository of its
+/// own below the session root. A few `stat` calls, no git.
+fn nested_repository(cwd: &std::path::Path, root: &std::path::Path) -> Option<PathBuf> {
+    if !cwd.starts_with(root) || cwd == root {
+        return None;
+    }
+    cwd.ancestors()
+        .take_while(|dir| *dir != root)
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+        .map(|dir| dir.to_path_buf())
 }
 
 /// The session root's git repository and its live state (`None`s outside git; a git failure
 /// is a warning, not an error).
 fn live(project: &Project, detail: Detail) -> (Option<Repo>, Option<WorkTree>) {
-    let repo = git::for_root(&project.root);
-    let tree = repo
-        .as_ref()
-        .and_then(|r| r.status_or_warn(detail, "continuing without git information"));
-    (repo, tree)
+    let seen = git::Seen::of_root(&project.root, detail, "continuing without git information");
+    (seen.repo, seen.tree)
+}
+
+/// Like [`live`], for commands that record git state: a git that cannot be read leaves
+/// [`git::Seen::unknown`] set, and the recorded state is kept.
+fn seen(project: &Project, detail: Detail) -> git::Seen {
+    git::Seen::of_root(
+        &project.root,
+        detail,
+        "the git state recorded earlier is kept",
+    )
 }
 
 /// `main @ 1a2b3c4d (uncommitted changes)`, `detached HEAD @ …`, `main @ no commits`.

@@ -151,7 +151,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         }
     };
     let program = launch::resolve(&name, &cwd)?;
-    let project = Project::find(&cwd)?;
+    let project = super::project()?;
     let context_exists = program
         .agent
         .is_some_and(|a| !args.no_export || project.root.join(a.context_file).exists());
@@ -305,7 +305,11 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                 done.number
             ));
         }
-        Err(e) => warn(&format!("the run could not be recorded: {e}")),
+        Err(e) => warn(&format!(
+            "the outcome of this run ({} {}) could not be written to the session: {e}",
+            clean(&plan.label),
+            record::describe(exit)
+        )),
     }
     Ok(exit.launcher_code())
 }

@@ -2,7 +2,7 @@
 
 use chrono::Utc;
 
-use super::{live, project};
+use super::{project, seen};
 use crate::cli::UpdateArgs;
 use crate::error::Result;
 use crate::git::Detail;
@@ -25,11 +25,13 @@ pub fn run(args: UpdateArgs) -> Result<i32> {
         resolve: args.resolve,
     };
     // Git is read before the lock: it is the slow part.
-    let (_repo, tree) = live(&project, Detail::Dirty);
+    let seen = seen(&project, Detail::Dirty);
     let now = Utc::now();
     let task = project.modify(|s| {
         ops::apply_update(&mut s.task, &update)?;
-        ops::set_git(s, tree.as_ref().map(|t| t.git_ref()));
+        if !seen.unknown {
+            ops::set_git(s, seen.tree.as_ref().map(|t| t.git_ref()));
+        }
         s.updated_at = now;
         Ok(s.task.clone())
     })?;

@@ -14,8 +14,9 @@ use crate::stale::{self, Stale};
 
 pub use block::Outcome;
 
-/// Context files larger than this are not touched (16 MiB).
-pub const MAX_CONTEXT_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Context files larger than this are not read, and an export that would make one larger is
+/// refused (16 MiB, [`crate::limits::CONTEXT_FILE`]).
+pub const MAX_CONTEXT_FILE_BYTES: u64 = crate::limits::CONTEXT_FILE.bytes;
 
 /// Where an export goes.
 #[derive(Debug, Clone)]
@@ -115,7 +116,8 @@ pub fn content(
 /// Renders `session` and splices it into `target`. The caller holds the session lock.
 ///
 /// Errors: [`Error::ExportUnsafe`] when the file's markers do not form exactly one block (and
-/// `force` is off), the file is read-only, too large, or cannot be read or written — in every
+/// `force` is off), the file is read-only, too large (or would be after the export), or cannot
+/// be read or written — in every
 /// case the file is left as it was.
 pub fn write(
     session: &crate::session::Session,
@@ -133,7 +135,8 @@ pub fn write(
         Ok(bytes) => bytes,
         Err(ReadError::TooLarge(size)) => {
             return Err(unsafe_(format!(
-                "the file is {size} bytes, more than the {MAX_CONTEXT_FILE_BYTES}-byte limit for a context file; nothing was written"
+                "{}; nothing was written",
+                crate::limits::CONTEXT_FILE.read_refusal(size)
             )));
         }
         Err(ReadError::Io(_)) if target.path.is_dir() => {
@@ -153,6 +156,10 @@ pub fn write(
             target.agent.id
         ))
     })?;
+    // Never write a file the next export would refuse to read.
+    crate::limits::CONTEXT_FILE
+        .check_write(bytes.len())
+        .map_err(unsafe_)?;
     if existing.is_none()
         && let Some(parent) = target.path.parent()
     {

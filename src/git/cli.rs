@@ -6,7 +6,9 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::{Detail, Entry, Found, GitError, GitResult, Head, RawStatus, TreeChange};
+use super::{
+    Detail, Entry, Found, GitError, GitResult, Head, RawStatus, TreeChange, path_bytes, record_path,
+};
 use crate::session::model::{CommitRef, FileStatus};
 
 fn git(dir: &Path) -> Command {
@@ -67,20 +69,27 @@ fn text(bytes: &[u8]) -> String {
 }
 
 pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
-    let Some(out) = run(
-        dir,
-        &[
-            "rev-parse",
-            "--is-bare-repository",
-            "--is-inside-git-dir",
-            "--show-toplevel",
-        ],
-    )?
-    else {
-        // Not a repository (or one git refuses to use): no git data.
-        return Ok(Found::None);
-    };
-    let out = text(&out);
+    // Asked separately from `--show-toplevel`: in a bare repository that one fails, and a
+    // combined call would read as "not a repository" and put a session inside the bare one.
+    let args = ["rev-parse", "--is-bare-repository", "--is-inside-git-dir"];
+    let out = git(dir)
+        .args(args)
+        .output()
+        .map_err(|e| GitError(format!("cannot run git: {e}")))?;
+    if !out.status.success() {
+        let err = text(&out.stderr);
+        // Only this answer means "no repository" (messages are in English: `LC_ALL=C`). Any
+        // other failure (a broken git, a repository git refuses to use) leaves it unknown.
+        if err.contains("not a git repository") {
+            return Ok(Found::None);
+        }
+        return Err(GitError(format!(
+            "`git {}` failed: {}",
+            args.join(" "),
+            err.trim()
+        )));
+    }
+    let out = text(&out.stdout);
     let mut lines = out.lines();
     let bare = lines.next() == Some("true");
     let inside_git_dir = lines.next() == Some("true");
@@ -90,7 +99,9 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
     if inside_git_dir {
         return Ok(Found::InsideGitDir);
     }
-    match lines.next() {
+    let top = run_ok(dir, &["rev-parse", "--show-toplevel"])?;
+    let top = text(&top);
+    match top.lines().next() {
         Some(top) if !top.is_empty() => Ok(Found::WorkTree {
             top: Path::new(top)
                 .canonicalize()
@@ -137,28 +148,33 @@ pub(crate) fn status(
     Ok((head, files))
 }
 
-/// Parses `git status --porcelain=v2 -z --branch` output.
+/// The first `n` space-separated fields of a porcelain record (the last holds the rest).
+fn fields(rest: &[u8], n: usize) -> Vec<&[u8]> {
+    rest.splitn(n, |&b| b == b' ').collect()
+}
+
+/// Parses `git status --porcelain=v2 -z --branch` output. Paths are kept as bytes until
+/// [`record_path`] writes them (reversibly, whatever their encoding).
 pub(crate) fn parse_porcelain_v2(out: &[u8]) -> (Head, Vec<(String, Entry)>) {
     let mut head = Head::default();
     let mut files = Vec::new();
     let mut records = out.split(|&b| b == 0);
+    let letters = |xy: &[u8]| {
+        let pick = |c: Option<&u8>| c.map(|&c| c as char).filter(|&c| c != '.');
+        (pick(xy.first()), pick(xy.get(1)))
+    };
     while let Some(record) = records.next() {
-        let record = text(record);
-        let letters = |xy: &str| {
-            let mut c = xy.chars();
-            let pick = |c: Option<char>| c.filter(|&c| c != '.');
-            (pick(c.next()), pick(c.next()))
-        };
-        if let Some(rest) = record.strip_prefix("# branch.oid ") {
-            head.commit = (rest != "(initial)").then(|| rest.to_string());
-        } else if let Some(rest) = record.strip_prefix("# branch.head ") {
-            head.branch = (rest != "(detached)").then(|| rest.to_string());
-        } else if let Some(rest) = record.strip_prefix("1 ") {
-            let fields: Vec<&str> = rest.splitn(8, ' ').collect();
-            if let [xy, _, _, _, _, _, _, path] = fields.as_slice() {
+        if let Some(rest) = record.strip_prefix(b"# branch.oid ") {
+            let rest = text(rest);
+            head.commit = (rest != "(initial)").then_some(rest);
+        } else if let Some(rest) = record.strip_prefix(b"# branch.head ") {
+            let rest = text(rest);
+            head.branch = (rest != "(detached)").then_some(rest);
+        } else if let Some(rest) = record.strip_prefix(b"1 ") {
+            if let [xy, _, _, _, _, _, _, path] = fields(rest, 8).as_slice() {
                 let (x, y) = letters(xy);
                 files.push((
-                    path.to_string(),
+                    record_path(path),
                     Entry {
                         x,
                         y,
@@ -166,13 +182,12 @@ pub(crate) fn parse_porcelain_v2(out: &[u8]) -> (Head, Vec<(String, Entry)>) {
                     },
                 ));
             }
-        } else if let Some(rest) = record.strip_prefix("2 ") {
-            let fields: Vec<&str> = rest.splitn(9, ' ').collect();
-            let from = records.next().map(text);
-            if let [xy, _, _, _, _, _, _, _, path] = fields.as_slice() {
+        } else if let Some(rest) = record.strip_prefix(b"2 ") {
+            let from = records.next().map(record_path);
+            if let [xy, _, _, _, _, _, _, _, path] = fields(rest, 9).as_slice() {
                 let (x, y) = letters(xy);
                 files.push((
-                    path.to_string(),
+                    record_path(path),
                     Entry {
                         x,
                         y,
@@ -181,11 +196,10 @@ pub(crate) fn parse_porcelain_v2(out: &[u8]) -> (Head, Vec<(String, Entry)>) {
                     },
                 ));
             }
-        } else if let Some(rest) = record.strip_prefix("u ") {
-            let fields: Vec<&str> = rest.splitn(10, ' ').collect();
-            if let Some(path) = fields.get(9) {
+        } else if let Some(rest) = record.strip_prefix(b"u ") {
+            if let Some(path) = fields(rest, 10).get(9) {
                 files.push((
-                    path.to_string(),
+                    record_path(path),
                     Entry {
                         x: Some('U'),
                         y: Some('U'),
@@ -193,9 +207,9 @@ pub(crate) fn parse_porcelain_v2(out: &[u8]) -> (Head, Vec<(String, Entry)>) {
                     },
                 ));
             }
-        } else if let Some(path) = record.strip_prefix("? ") {
+        } else if let Some(path) = record.strip_prefix(b"? ") {
             files.push((
-                path.to_string(),
+                record_path(path),
                 Entry {
                     untracked: true,
                     ..Entry::default()
@@ -241,9 +255,18 @@ pub(crate) fn tree_changes(
     before: Option<&str>,
     after: &str,
 ) -> GitResult<Vec<TreeChange>> {
-    // The empty tree's well-known id (SHA-1), for a run that started before the first commit.
-    const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-    let before = before.unwrap_or(EMPTY_TREE);
+    // For a run that started before the first commit: the empty tree, whose id depends on
+    // the repository's hash (SHA-1 or SHA-256), so git computes it.
+    let empty;
+    let before = match before {
+        Some(b) => b,
+        None => {
+            empty = text(&run_ok(top, &["hash-object", "-t", "tree", "--stdin"])?)
+                .trim()
+                .to_string();
+            empty.as_str()
+        }
+    };
     let out = run_ok(
         top,
         &[
@@ -262,24 +285,27 @@ pub(crate) fn tree_changes(
 
 /// Parses `git diff --name-status -z` output: `X\0path\0`, or `R<score>\0old\0new\0`.
 pub(crate) fn parse_name_status(out: &[u8]) -> Vec<TreeChange> {
-    let mut fields = out.split(|&b| b == 0).map(text);
+    let mut fields = out.split(|&b| b == 0);
     let mut changes = Vec::new();
     while let Some(code) = fields.next() {
-        let status = match code.chars().next() {
-            Some('A') | Some('C') => FileStatus::Added,
-            Some('D') => FileStatus::Deleted,
-            Some('R') => {
-                let from = fields.next().unwrap_or_default();
+        let status = match code.first() {
+            Some(b'A') | Some(b'C') => FileStatus::Added,
+            Some(b'D') => FileStatus::Deleted,
+            Some(b'R') => {
+                let from = fields.next().map(record_path).unwrap_or_default();
                 FileStatus::Renamed { from }
             }
             Some(_) => FileStatus::Modified,
             None => continue,
         };
-        if code.starts_with('C') {
+        if code.starts_with(b"C") {
             fields.next();
         }
         if let Some(path) = fields.next() {
-            changes.push(TreeChange { path, status });
+            changes.push(TreeChange {
+                path: record_path(path),
+                status,
+            });
         }
     }
     changes.sort_by(|a, b| a.path.cmp(&b.path));
@@ -287,7 +313,21 @@ pub(crate) fn parse_name_status(out: &[u8]) -> Vec<TreeChange> {
 }
 
 pub(crate) fn blob_at(top: &Path, commit: &str, path: &str) -> GitResult<Option<Vec<u8>>> {
-    run(top, &["cat-file", "blob", &format!("{commit}:{path}")])
+    let mut spec = format!("{commit}:").into_bytes();
+    spec.extend(path_bytes(path));
+    #[cfg(unix)]
+    let spec = {
+        use std::os::unix::ffi::OsStringExt;
+        std::ffi::OsString::from_vec(spec)
+    };
+    #[cfg(not(unix))]
+    let spec = std::ffi::OsString::from(String::from_utf8_lossy(&spec).into_owned());
+    let out = git(top)
+        .args(["cat-file", "blob"])
+        .arg(spec)
+        .output()
+        .map_err(|e| GitError(format!("cannot run git: {e}")))?;
+    Ok(out.status.success().then_some(out.stdout))
 }
 
 #[cfg(test)]

@@ -121,7 +121,10 @@ fn read_choice() -> Choice {
 /// Returns `Ok(None)` outside any repository (git data is then simply absent).
 ///
 /// Errors: [`Error::BadRoot`] when `dir` is inside a bare repository or inside a `.git`
-/// directory: neither has a work tree to keep a session for.
+/// directory: neither has a work tree to keep a session for (both backends agree);
+/// [`Error::Message`] when git cannot be asked (the git CLI is missing or fails where it is
+/// needed): whether `dir` is in a repository is then unknown, which is not the same as
+/// "outside git".
 pub fn discover(dir: &Path) -> Result<Option<Repo>> {
     let dir = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
     let choice = choice();
@@ -150,11 +153,16 @@ pub fn discover(dir: &Path) -> Result<Option<Repo>> {
             force_cli: choice == Choice::Cli || native.as_ref().is_some_and(|n| n.needs_cli),
             native,
         })),
-        // Git itself is broken or missing: carry on without git data.
-        Err(e) => {
-            crate::term::warn(&format!("{e}; continuing without git information"));
-            Ok(None)
-        }
+        // Git itself is broken or missing: the answer is unknown, not "no repository".
+        Err(e) => Err(Error::Message(format!(
+            "{e}\n  cannot tell whether {} is in a git repository (install git or put it on PATH{})",
+            crate::term::clean(&dir.to_string_lossy()),
+            if choice == Choice::Cli {
+                ", or unset PAS_AGENT_GIT"
+            } else {
+                ""
+            }
+        ))),
     }
 }
 
@@ -172,17 +180,59 @@ enum Found {
 }
 
 /// The git data of a session root: `None` outside git, and also (after a warning) when git
-/// fails, so that session commands keep working without git.
+/// fails, so that session commands keep working without git. Callers that record git state
+/// use [`try_for_root`], to keep what was recorded when git fails.
 pub fn for_root(root: &Path) -> Option<Repo> {
-    match discover(root) {
-        Ok(Some(mut repo)) => {
-            repo.prefix = prefix_of(&repo.top, root);
-            Some(repo)
-        }
-        Ok(None) => None,
-        Err(e) => {
-            crate::term::warn(&format!("{e}; continuing without git information"));
-            None
+    try_for_root(root).unwrap_or_else(|e| {
+        crate::term::warn(&format!("{e}; continuing without git information"));
+        None
+    })
+}
+
+/// The git data of a session root: `Ok(None)` outside git.
+///
+/// Errors: those of [`discover`] (a bare repository, a missing or failing git).
+pub fn try_for_root(root: &Path) -> Result<Option<Repo>> {
+    Ok(discover(root)?.map(|mut repo| {
+        repo.prefix = prefix_of(&repo.top, root);
+        repo
+    }))
+}
+
+/// What a command saw of git: the repository and its state, or that git could not be read.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// The repository, when one was found.
+    pub repo: Option<Repo>,
+    /// Its state, when it could be read.
+    pub tree: Option<WorkTree>,
+    /// Whether git could not be read (missing, failing): the state is unknown, and what the
+    /// session recorded must be kept rather than replaced by "no git".
+    pub unknown: bool,
+}
+
+impl Seen {
+    /// Reads the session root's repository and its state; a failure is a warning naming
+    /// `consequence`.
+    pub fn of_root(root: &Path, detail: Detail, consequence: &str) -> Seen {
+        match try_for_root(root) {
+            Ok(Some(repo)) => {
+                let tree = repo.status_or_warn(detail, consequence);
+                let unknown = tree.is_none();
+                Seen {
+                    repo: Some(repo),
+                    tree,
+                    unknown,
+                }
+            }
+            Ok(None) => Seen::default(),
+            Err(e) => {
+                crate::term::warn(&format!("{e}; {consequence}"));
+                Seen {
+                    unknown: true,
+                    ..Seen::default()
+                }
+            }
         }
     }
 }
@@ -250,8 +300,10 @@ impl Repo {
             .collect();
         if detail == Detail::Files {
             for f in &mut files {
-                if f.status != FileStatus::Deleted {
-                    let fp = fingerprint::of_path(&self.abs(&f.path));
+                if f.status != FileStatus::Deleted
+                    && let Some(abs) = self.abs(&f.path)
+                {
+                    let fp = fingerprint::of_path(&abs);
                     f.fingerprint = fp.content;
                     f.fingerprint_outside_block = fp.outside_block;
                 }
@@ -308,18 +360,112 @@ impl Repo {
         .flatten()
     }
 
-    /// The absolute path of a top-relative git path.
-    pub fn abs(&self, path: &str) -> PathBuf {
-        self.top.join(path)
+    /// The absolute path of a top-relative git path as recorded ([`record_path`]), or `None`
+    /// when it is not a portable relative path that stays inside the work tree (absolute, a
+    /// `.`/`..`/empty component, a NUL byte; on Windows also `\\` or `:`). Paths read from a
+    /// session file may be anything: such a path is data to compare, never a file to open.
+    pub fn abs(&self, path: &str) -> Option<PathBuf> {
+        let bytes = path_bytes(path);
+        let portable = !bytes.is_empty()
+            && !bytes.contains(&0)
+            && bytes
+                .split(|&b| b == b'/')
+                .all(|c| !c.is_empty() && c != b"." && c != b"..")
+            && !(cfg!(windows) && bytes.iter().any(|&b| b == b'\\' || b == b':'));
+        if !portable {
+            return None;
+        }
+        #[cfg(unix)]
+        let rel = {
+            use std::os::unix::ffi::OsStrExt;
+            std::ffi::OsStr::from_bytes(&bytes).to_os_string()
+        };
+        #[cfg(not(unix))]
+        let rel = std::ffi::OsString::from(String::from_utf8(bytes).ok()?);
+        Some(self.top.join(rel))
+    }
+
+    /// Whether a path read back from a session file is in the portable form a recorded path
+    /// has on every platform: [`Repo::abs`] accepts it, and it holds no `\\` and no drive
+    /// prefix (`C:`). Anything else (`..\\evil`, `/etc/passwd`) is data, never a file.
+    pub fn portable(&self, path: &str) -> bool {
+        let bytes = path_bytes(path);
+        let drive = bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':';
+        !drive && !bytes.contains(&b'\\') && self.abs(path).is_some()
     }
 
     /// Whether a top-relative path is under the session root and outside its `.pas-agent/`.
     pub fn in_scope(&self, path: &str) -> bool {
-        let Some(rest) = path.strip_prefix(self.prefix.as_str()) else {
+        let bytes = path_bytes(path);
+        let Some(rest) = bytes.strip_prefix(self.prefix.as_bytes()) else {
             return false;
         };
-        !(rest == ".pas-agent" || rest.starts_with(".pas-agent/"))
+        !(rest == b".pas-agent" || rest.starts_with(b".pas-agent/"))
     }
+}
+
+/// How a file name git holds is written in the record: as it is when it is UTF-8 (and does not
+/// start with `"`), else in git's own C-style quoting — `"…"` with `\\"`, `\\\\` and each byte
+/// that is not UTF-8 as a three-digit octal escape (`"caf\\351.txt"`) — so that every name is
+/// recorded reversibly ([`path_bytes`]) and two different names never become one entry.
+pub fn record_path(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) if !s.starts_with('"') => s.to_string(),
+        _ => {
+            let mut out = String::from("\"");
+            for chunk in bytes.utf8_chunks() {
+                for c in chunk.valid().chars() {
+                    match c {
+                        '"' => out.push_str("\\\""),
+                        '\\' => out.push_str("\\\\"),
+                        c => out.push(c),
+                    }
+                }
+                for b in chunk.invalid() {
+                    out.push_str(&format!("\\{b:03o}"));
+                }
+            }
+            out.push('"');
+            out
+        }
+    }
+}
+
+/// The bytes of a file name as [`record_path`] wrote it. A string that is not in the quoted
+/// form (or not validly quoted) is taken as it is.
+pub fn path_bytes(recorded: &str) -> Vec<u8> {
+    let quoted = recorded.len() >= 2 && recorded.starts_with('"') && recorded.ends_with('"');
+    if !quoted {
+        return recorded.as_bytes().to_vec();
+    }
+    let inner = &recorded.as_bytes()[1..recorded.len() - 1];
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        match inner[i] {
+            b'\\' => match inner.get(i + 1) {
+                Some(b'"') | Some(b'\\') => {
+                    out.push(inner[i + 1]);
+                    i += 2;
+                }
+                Some(b'0'..=b'3')
+                    if inner.len() >= i + 4
+                        && inner[i + 2..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) =>
+                {
+                    let digits = std::str::from_utf8(&inner[i + 1..i + 4]).unwrap_or("0");
+                    out.push(u8::from_str_radix(digits, 8).unwrap_or(0));
+                    i += 4;
+                }
+                _ => return recorded.as_bytes().to_vec(),
+            },
+            b'"' => return recorded.as_bytes().to_vec(),
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// A file's two-letter status as git's porcelain gives it (X: HEAD→index, Y: index→work tree),
@@ -407,6 +553,44 @@ mod tests {
         b.merge(entry('D', '.'));
         assert_eq!(a.status(), FileStatus::Untracked);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn recorded_paths_are_reversible_and_distinct() {
+        for name in [
+            &b"plain.txt"[..],
+            b"caf\xe9.txt",
+            b"caf\xe8.txt",
+            b"\"quoted\".txt",
+            b"back\\slash \xff\"",
+            "ü.txt".as_bytes(),
+        ] {
+            let rec = record_path(name);
+            assert_eq!(path_bytes(&rec), name, "{rec}");
+        }
+        assert_ne!(record_path(b"a\xe9"), record_path(b"a\xe8"));
+        assert_eq!(record_path(b"caf\xe9.txt"), "\"caf\\351.txt\"");
+        assert_eq!(record_path("ü.txt".as_bytes()), "ü.txt");
+    }
+
+    #[test]
+    fn recorded_paths_that_leave_the_work_tree_are_never_files() {
+        let repo = Repo {
+            top: PathBuf::from("/r"),
+            prefix: String::new(),
+            native: None,
+            force_cli: true,
+        };
+        for bad in ["/etc/passwd", "../x", "a/../../x", "a//b", "./a", "", "\"..\"", "a\u{0}b"] {
+            assert_eq!(repo.abs(bad), None, "{bad:?}");
+        }
+        assert_eq!(repo.abs("src/a.rs"), Some(PathBuf::from("/r/src/a.rs")));
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let p = repo.abs("\"caf\\351\"").unwrap();
+            assert_eq!(p.as_os_str().as_bytes(), b"/r/caf\xe9");
+        }
     }
 
     #[test]

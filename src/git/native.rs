@@ -96,6 +96,11 @@ fn to_string(b: &gix::bstr::BStr) -> String {
     b.to_str_lossy().into_owned()
 }
 
+/// A path as recorded: reversibly, whatever its encoding ([`super::record_path`]).
+fn path_string(b: &gix::bstr::BStr) -> String {
+    super::record_path(b.as_bytes())
+}
+
 impl Native {
     pub fn git_dir(&self) -> &Path {
         self.repo.git_dir()
@@ -138,13 +143,13 @@ impl Native {
                     use gix::diff::index::ChangeRef;
                     match change {
                         ChangeRef::Addition { location, .. } => {
-                            (to_string(location.as_ref()), Mark::X('A', None))
+                            (path_string(location.as_ref()), Mark::X('A', None))
                         }
                         ChangeRef::Deletion { location, .. } => {
-                            (to_string(location.as_ref()), Mark::X('D', None))
+                            (path_string(location.as_ref()), Mark::X('D', None))
                         }
                         ChangeRef::Modification { location, .. } => {
-                            (to_string(location.as_ref()), Mark::X('M', None))
+                            (path_string(location.as_ref()), Mark::X('M', None))
                         }
                         ChangeRef::Rewrite {
                             source_location,
@@ -152,10 +157,10 @@ impl Native {
                             copy,
                             ..
                         } => (
-                            to_string(location.as_ref()),
+                            path_string(location.as_ref()),
                             Mark::X(
                                 if *copy { 'C' } else { 'R' },
-                                Some(to_string(source_location.as_ref())),
+                                Some(path_string(source_location.as_ref())),
                             ),
                         ),
                     }
@@ -165,7 +170,7 @@ impl Native {
                     let Some(summary) = iw.summary() else {
                         continue;
                     };
-                    let mut path = to_string(iw.rela_path());
+                    let mut path = path_string(iw.rela_path());
                     if let index_worktree::Item::DirectoryContents { entry, .. } = iw {
                         match entry.disk_kind {
                             Some(gix::dir::entry::Kind::Directory) | None => continue,
@@ -296,7 +301,7 @@ impl Native {
                         FileStatus::Added
                     } else {
                         FileStatus::Renamed {
-                            from: to_string(source_location.as_ref()),
+                            from: path_string(source_location.as_ref()),
                         }
                     };
                     (location, entry_mode, status)
@@ -306,7 +311,7 @@ impl Native {
                 continue;
             }
             out.push(TreeChange {
-                path: to_string(path.as_ref()),
+                path: path_string(path.as_ref()),
                 status,
             });
         }
@@ -319,8 +324,16 @@ impl Native {
             .commit(commit)?
             .tree()
             .map_err(|e| err("reading a tree", e))?;
+        let bytes = super::path_bytes(path);
+        #[cfg(unix)]
+        let path = {
+            use std::os::unix::ffi::OsStrExt;
+            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&bytes))
+        };
+        #[cfg(not(unix))]
+        let path = std::path::PathBuf::from(String::from_utf8_lossy(&bytes).into_owned());
         let entry = tree
-            .lookup_entry_by_path(path)
+            .lookup_entry_by_path(&path)
             .map_err(|e| err("looking up a path", e))?;
         let Some(entry) = entry else {
             return Ok(None);

@@ -4,6 +4,7 @@
 
 pub mod capture;
 pub mod delta;
+pub mod outcome;
 pub mod plain;
 pub mod process;
 #[cfg(unix)]

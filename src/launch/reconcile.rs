@@ -13,6 +13,7 @@
 use chrono::Utc;
 use uuid::Uuid;
 
+use super::outcome::{self, Pending};
 use super::process::{Liveness, liveness};
 use super::record::{self, GitOutcome};
 use super::registry::Registry;
@@ -30,6 +31,9 @@ pub struct Abandoned {
     pub agent: String,
     /// The pid of the launcher that is gone, when the record has one.
     pub launcher_pid: Option<u32>,
+    /// The launcher had kept the outcome it could not save: the run was recorded as
+    /// `finished` with it, not `abandoned`.
+    pub late: bool,
 }
 
 fn is_dead(r: &Run) -> bool {
@@ -52,18 +56,21 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
         return Ok(Vec::new());
     }
     let repo = git::for_root(&project.root);
-    let outcomes: Vec<(Uuid, Option<String>, GitOutcome)> = dead
+    let outcomes: Vec<(Uuid, Option<String>, GitOutcome, Option<Pending>)> = dead
         .iter()
         .map(|r| {
             let baseline = r.baseline.clone().unwrap_or_default();
             let outcome = record::git_outcome(repo.as_ref(), r.head_before.as_deref(), &baseline);
-            (r.id, r.nonce.clone(), outcome)
+            // The launcher saw the agent end but could not save it (a full disk).
+            let pending = outcome::pending(&project.root, &r.id)
+                .filter(|p| r.nonce.as_deref() == Some(p.nonce.as_str()));
+            (r.id, r.nonce.clone(), outcome, pending)
         })
         .collect();
     let now = Utc::now();
     let closed = project.modify(|s| {
         let mut closed = Vec::new();
-        for (id, nonce, outcome) in &outcomes {
+        for (id, nonce, outcome, pending) in &outcomes {
             let Some(index) = s
                 .runs
                 .iter()
@@ -72,7 +79,6 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
                 continue;
             };
             let run = &mut s.runs[index];
-            run.state = RunState::Abandoned;
             run.head_after = outcome.head_after.clone();
             run.commits = outcome.commits.clone();
             run.files_changed = outcome.files_changed.clone();
@@ -81,10 +87,25 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
                 "reconciled_at".into(),
                 serde_json::Value::String(now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
             );
+            match pending {
+                Some(p) => {
+                    run.state = RunState::Finished;
+                    run.ended_at = Some(p.ended_at);
+                    run.duration_ms = Some(p.duration_ms);
+                    run.exit_code = p.exit_code;
+                    run.signal = p.signal;
+                    run.extra.insert(
+                        "outcome_recorded_late".into(),
+                        serde_json::Value::String(p.reason.clone()),
+                    );
+                }
+                None => run.state = RunState::Abandoned,
+            }
             closed.push(Abandoned {
                 number: index + 1,
                 agent: run.agent.clone(),
                 launcher_pid: run.launcher_pid,
+                late: pending.is_some(),
             });
         }
         if !closed.is_empty() {
@@ -92,8 +113,13 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
         }
         Ok(closed)
     })?;
-    let ids: Vec<Uuid> = outcomes.iter().map(|(id, _, _)| *id).collect();
+    let ids: Vec<Uuid> = outcomes.iter().map(|(id, _, _, _)| *id).collect();
     record::unregister(&ids);
+    for (id, _, _, pending) in &outcomes {
+        if pending.is_some() {
+            outcome::clear(&project.root, id);
+        }
+    }
     Ok(closed)
 }
 
@@ -159,8 +185,16 @@ fn report(closed: &[Abandoned]) {
         let pid = a
             .launcher_pid
             .map_or_else(String::new, |p| format!(" (pid {p})"));
+        if a.late {
+            crate::term::note(&format!(
+                "pas-agent: run #{} ({}) is now recorded as finished, with the outcome its launcher could not save at the time",
+                a.number,
+                crate::term::clean_line(&a.agent)
+            ));
+            continue;
+        }
         crate::term::note(&format!(
-            "pas-agent: run #{} ({}) was marked abandoned: its launcher{pid} is gone",
+            "pas-agent: run #{} ({}) was marked abandoned: its launcher{pid} ended without recording how the agent ended",
             a.number,
             crate::term::clean_line(&a.agent)
         ));

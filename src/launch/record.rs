@@ -9,6 +9,7 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::delta;
+use super::outcome;
 use super::plain::Exit;
 use super::process::{self, Liveness};
 use super::registry;
@@ -56,6 +57,8 @@ pub struct Started {
     pub number: usize,
     started: Instant,
     repo: Option<Repo>,
+    /// Git could not be read before the run: keep the recorded git state.
+    git_unknown: bool,
     head_before: Option<String>,
     baseline: Vec<FileState>,
     /// What the export did, when it ran.
@@ -121,8 +124,12 @@ fn running_record(
 /// `running`, all under one lock. An export that fails (broken markers, a read-only file) is
 /// reported and skipped: the agent still starts.
 pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
-    let repo = git::for_root(&project.root);
-    let tree = live_tree(repo.as_ref());
+    let seen = git::Seen::of_root(
+        &project.root,
+        Detail::Files,
+        "the run is recorded without git data; the git state recorded earlier is kept",
+    );
+    let (repo, tree, git_unknown) = (seen.repo, seen.tree, seen.unknown);
     let now = Utc::now();
     let run_id = plan.run_id;
     let nonce = Uuid::new_v4().simple().to_string();
@@ -150,7 +157,9 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
             .map(|(i, r)| (i + 1, r.agent.clone(), r.launcher_pid))
             .collect();
         let checkpoint_before = plan.checkpoint.then(|| {
-            ops::auto_checkpoint(s, format!("before {} run", plan.label), tree.as_ref(), now)
+            ops::keeping_git_if_unknown(s, git_unknown, |s| {
+                ops::auto_checkpoint(s, format!("before {} run", plan.label), tree.as_ref(), now)
+            })
         });
         let mut baseline = tree.as_ref().map(|t| t.files.clone()).unwrap_or_default();
         let export = target.as_ref().map(|target| {
@@ -182,6 +191,13 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
             crate::term::warn(&format!("the run is not in the machine-wide registry: {e}"));
         }
     }
+    // Room for the after-record, should the agent fill the disk (see `outcome`).
+    let session_len = std::fs::metadata(project.session_path()).map_or(0, |m| m.len());
+    if let Err(e) = outcome::reserve(&project.root, &run_id, session_len) {
+        crate::term::warn(&format!(
+            "could not reserve disk space for this run's record ({e}); if the disk fills up, its outcome may not be saved"
+        ));
+    }
     Ok(Started {
         run_id,
         nonce,
@@ -189,6 +205,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         started: Instant::now(),
         head_before: tree.as_ref().and_then(|t| t.head.commit.clone()),
         repo,
+        git_unknown,
         baseline,
         export,
         others,
@@ -274,10 +291,19 @@ pub fn git_outcome(
         _ => (Vec::new(), Vec::new()),
     };
     let files_changed = match (repo, &tree) {
-        (Some(repo), Some(tree)) => delta::files_changed(baseline, &tree.files, &committed, |p| {
-            let abs = repo.abs(p);
+        (Some(repo), Some(tree)) => {
+            // A baseline read back from the session may hold anything: a path that is not a
+            // portable path inside the work tree is no file of this repository, and is left out.
+            let baseline: Vec<FileState> = baseline
+                .iter()
+                .filter(|f| repo.portable(&f.path))
+                .cloned()
+                .collect();
+            delta::files_changed(&baseline, &tree.files, &committed, |p| {
+            let abs = repo.abs(p)?;
             exists(&abs).then(|| fingerprint::of_path(&abs))
-        }),
+            })
+        }
         _ => Vec::new(),
     };
     GitOutcome {
@@ -310,14 +336,22 @@ pub fn finish(
         started.head_before.as_deref(),
         &started.baseline,
     );
+    let git_unknown = tree.is_none() && (started.repo.is_some() || started.git_unknown);
     let run_id = started.run_id;
     let nonce = started.nonce.clone();
     // The agent's outcome is known only now: wait longer for the lock than a command would,
     // rather than lose it.
     let patience = crate::session::lock::timeout().max(AFTER_RECORD_LOCK_WAIT);
-    let finished = project.modify_within(patience, |s: &mut Session| {
+    let apply = |s: &mut Session| -> Result<Finished> {
         let checkpoint_after = plan.checkpoint.then(|| {
-            ops::auto_checkpoint(s, format!("after {} run", plan.label), tree.as_ref(), ended_at)
+            ops::keeping_git_if_unknown(s, git_unknown, |s| {
+                ops::auto_checkpoint(
+                    s,
+                    format!("after {} run", plan.label),
+                    tree.as_ref(),
+                    ended_at,
+                )
+            })
         });
         let index = s
             .runs
@@ -361,9 +395,63 @@ pub fn finish(
             run,
             number: index + 1,
         })
-    });
+    };
+    let finished = match project.modify_within(patience, &apply) {
+        Ok(done) => Ok(done),
+        Err(first) => {
+            // Most likely the disk is full (the agent filled it): put the outcome in the space
+            // reserved before the run, which frees the rest of it, and try once more.
+            let pending = outcome::Pending {
+                run_id,
+                nonce: nonce.clone(),
+                ended_at,
+                duration_ms,
+                exit_code: exit.code,
+                signal: exit.signal,
+                reason: first.to_string(),
+            };
+            let kept = outcome::keep(&project.root, &pending);
+            match project.modify_within(patience, &apply) {
+                Ok(done) => {
+                    crate::term::warn(&format!(
+                        "saving the run's record failed at first ({first}); it was saved with the disk space reserved for it"
+                    ));
+                    Ok(done)
+                }
+                Err(second) => {
+                    match &kept {
+                        Ok(path) => crate::term::warn(&format!(
+                            "the run's outcome ({}) is kept in {}; the next pas-agent command in this project records it",
+                            describe(exit),
+                            crate::term::clean(&path.to_string_lossy())
+                        )),
+                        Err(e) => crate::term::warn(&format!(
+                            "the run's outcome ({}) could not be kept either ({e})",
+                            describe(exit)
+                        )),
+                    }
+                    // Keep the pending outcome for the next command; drop the rest.
+                    if kept.is_err() {
+                        outcome::clear(&project.root, &run_id);
+                    }
+                    unregister(&[run_id]);
+                    return Err(second);
+                }
+            }
+        }
+    };
+    outcome::clear(&project.root, &run_id);
     unregister(&[run_id]);
     finished
+}
+
+/// "exited 3", "was killed by signal 9": how the agent ended, for messages.
+pub fn describe(exit: Exit) -> String {
+    match (exit.code, exit.signal) {
+        (Some(c), _) => format!("exited {c}"),
+        (None, Some(s)) => format!("was killed by signal {s}"),
+        _ => "ended".into(),
+    }
 }
 
 /// Takes runs out of the machine-wide registry; failures are warnings.
@@ -378,6 +466,7 @@ pub fn unregister(run_ids: &[Uuid]) {
 /// Removes a run record that never started (the program could not be executed).
 pub fn forget(project: &Project, started: &Started) -> Result<()> {
     unregister(&[started.run_id]);
+    outcome::clear(&project.root, &started.run_id);
     project.modify(|s| {
         s.runs.retain(|r| r.id != started.run_id);
         Ok(())

@@ -36,8 +36,9 @@ pub const STATE_DIR_ENV: &str = "PAS_AGENT_STATE_DIR";
 pub const FILE: &str = "runs.json";
 /// The registry's lock file.
 pub const LOCK: &str = "runs.lock";
-/// A registry larger than this (4 MiB) is treated as damaged.
-pub const MAX_BYTES: u64 = 4 * 1024 * 1024;
+/// A registry larger than this (4 MiB, [`crate::limits::REGISTRY`]) is treated as damaged,
+/// and a change that would make it larger is refused.
+pub const MAX_BYTES: u64 = crate::limits::REGISTRY.bytes;
 
 /// One live run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -197,6 +198,12 @@ impl Registry {
         let mut bytes = serde_json::to_vec_pretty(&file)
             .map_err(|e| Error::Message(format!("cannot encode the run registry: {e}")))?;
         bytes.push(b'\n');
+        crate::limits::REGISTRY
+            .check_write(bytes.len())
+            .map_err(|problem| Error::TooLarge {
+                path: path.clone(),
+                problem,
+            })?;
         create_private_file(&path)?;
         crate::fsutil::write_atomic(&path, &bytes).map_err(|e| match e {
             crate::fsutil::WriteError::Io(e) => Error::io(&path, e),

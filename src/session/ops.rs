@@ -181,6 +181,21 @@ pub fn set_git(session: &mut Session, git: Option<GitRef>) {
     };
 }
 
+/// Runs `change` on the session; when `unknown` (git could not be read: missing, failing),
+/// puts `session.git` back as it was, so that a missing git never erases the recorded state.
+pub fn keeping_git_if_unknown<T>(
+    session: &mut Session,
+    unknown: bool,
+    change: impl FnOnce(&mut Session) -> T,
+) -> T {
+    let recorded = unknown.then(|| session.git.clone());
+    let out = change(session);
+    if let Some(recorded) = recorded {
+        session.git = recorded;
+    }
+    out
+}
+
 /// Appends a checkpoint of the current task and `tree` (`None` outside git), refreshes
 /// `session.git`, sets `updated_at`, and returns the checkpoint's 1-based number.
 pub fn add_checkpoint(

@@ -18,8 +18,9 @@ use crate::fsutil::{self, ReadError, WriteError};
 pub const STATE_DIR: &str = ".pas-agent";
 /// Name of the session file inside [`STATE_DIR`].
 pub const SESSION_FILE: &str = "session.json";
-/// Largest `session.json` that is read (64 MiB); a larger file is reported as damaged.
-pub const MAX_SESSION_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest `session.json` that is read or written (64 MiB, [`crate::limits::SESSION`]); a
+/// larger file is reported as damaged, and a change that would make it larger is refused.
+pub const MAX_SESSION_BYTES: u64 = crate::limits::SESSION.bytes;
 
 /// A project with (or about to have) a session: its root and state directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,18 +79,38 @@ impl Project {
     /// Errors: [`Error::NoSession`] if the file is gone; [`Error::Damaged`] or
     /// [`Error::Unsupported`] as described in [`parse`]; [`Error::Io`] on read failures.
     pub fn load(&self) -> Result<Session> {
+        self.load_up_to(MAX_SESSION_BYTES)
+    }
+
+    /// Loads the session for a change: like [`Project::load`], but a file above the limit
+    /// (up to [`crate::limits::SESSION_RECOVERY_BYTES`]) is still read, so that a change that
+    /// shrinks it (`remove`) can bring it back under the limit; [`Project::save`] refuses any
+    /// result above the limit.
+    fn load_for_change(&self) -> Result<Session> {
+        self.load_up_to(crate::limits::SESSION_RECOVERY_BYTES)
+    }
+
+    fn load_up_to(&self, cap: u64) -> Result<Session> {
         let path = self.session_path();
-        match fsutil::read_limited(&path, MAX_SESSION_BYTES) {
+        match fsutil::read_limited(&path, cap) {
             Ok(Some(bytes)) => parse(&path, &bytes),
             Ok(None) => Err(Error::NoSession {
                 start: self.root.clone(),
             }),
-            Err(ReadError::TooLarge(size)) => Err(Error::Damaged {
-                path,
-                problem: format!(
-                    "the file is {size} bytes, larger than the {MAX_SESSION_BYTES}-byte limit for a session"
-                ),
-            }),
+            Err(ReadError::TooLarge(size)) => {
+                let hint = if size <= crate::limits::SESSION_RECOVERY_BYTES {
+                    "; commands that change the session still read it, and `pas-agent remove` can bring it back under the limit"
+                } else {
+                    ""
+                };
+                Err(Error::Damaged {
+                    path,
+                    problem: format!(
+                        "{}{hint}",
+                        crate::limits::SESSION.read_refusal(size)
+                    ),
+                })
+            }
             Err(ReadError::Io(e)) => Err(Error::io(path, e)),
         }
     }
@@ -113,7 +134,7 @@ impl Project {
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
         let _guard = lock::acquire_within(&self.state_dir(), limit)?;
-        let mut session = self.load()?;
+        let mut session = self.load_for_change()?;
         let out = change(&mut session)?;
         self.save(&session)?;
         Ok(out)
@@ -132,11 +153,20 @@ impl Project {
     }
 
     /// Saves atomically. Callers hold the lock.
+    ///
+    /// Errors: [`Error::TooLarge`] (nothing written) when the file would be larger than
+    /// [`MAX_SESSION_BYTES`], which [`Project::load`] would refuse.
     fn save(&self, session: &Session) -> Result<()> {
         let path = self.session_path();
         let mut bytes =
             to_json(session).map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
         bytes.push(b'\n');
+        crate::limits::SESSION
+            .check_write(bytes.len())
+            .map_err(|problem| Error::TooLarge {
+                path: path.clone(),
+                problem,
+            })?;
         fsutil::write_atomic(&path, &bytes).map_err(|e| match e {
             WriteError::Io(e) => Error::io(&path, e),
             other => Error::io(&path, std::io::Error::other(other.to_string())),
@@ -160,6 +190,8 @@ pub fn to_json(session: &Session) -> serde_json::Result<Vec<u8>> {
 /// Errors, all naming `path` and leaving the file alone:
 /// - [`Error::Damaged`] for an empty file, a UTF-8 byte order mark, invalid UTF-8 (with the
 ///   byte offset), invalid JSON or a wrongly typed field (with serde's line and column);
+/// - [`Error::Damaged`] also for values this build cannot write back exactly (see
+///   [`super::exact`]): numbers beyond `f64`/`u64`/`i64` precision, duplicate keys;
 /// - [`Error::Unsupported`] when `schema_version` is newer than [`SCHEMA_VERSION`], checked
 ///   before the shape so a newer layout is reported as such.
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
@@ -195,7 +227,13 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
         };
     match parsed {
         Ok(s) if s.schema_version > SCHEMA_VERSION => Err(unsupported(s.schema_version.into())),
-        Ok(s) => Ok(s),
+        // Fields this build does not know are written back: refuse what it cannot keep exactly.
+        Ok(s) => match super::exact::check(text) {
+            Ok(()) => Ok(s),
+            Err(problem) => Err(damaged(format!(
+                "{problem}; this version of pas-agent cannot keep it exactly, so it will not rewrite the file"
+            ))),
+        },
         Err((path, e)) => {
             #[derive(Deserialize)]
             struct Probe {

@@ -1,0 +1,199 @@
+//! Keeping a run's outcome when its after-record cannot be saved — typically because the agent
+//! filled the disk.
+//!
+//! Before the agent starts, the launcher reserves space next to the session:
+//! `.pas-agent/runs/<run-id>/outcome.reserve`, a file of zeros about twice the size of
+//! `session.json` plus [`MARGIN`] (really written, so the blocks are allocated). When saving
+//! the after-record fails, the launcher
+//! 1. writes the outcome (exit code or signal, end time, duration, why the save failed) over the
+//!    start of the reserve, in place (no new blocks needed), truncates it — which frees the rest
+//!    — and renames it to `outcome.json` (the [`Pending`] outcome);
+//! 2. saves the after-record again, now with the freed space; on success `outcome.json` goes.
+//!
+//! If that save fails too, `outcome.json` stays, and the next pas-agent command in the project
+//! that finds the run `running` with its launcher gone records it as `finished` with that
+//! outcome (and `outcome_recorded_late` saying why) instead of `abandoned`. Nothing here ever
+//! claims a kill: a run whose outcome was lost is `abandoned` with exit code and signal null.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::capture::RUNS_DIR;
+
+/// Space reserved beyond twice the session file's size: 256 KiB.
+pub const MARGIN: u64 = 256 * 1024;
+/// The most space reserved for one run: 160 MiB (the session limit, twice, plus margin).
+pub const MAX_RESERVE: u64 = 2 * crate::limits::SESSION.bytes + 32 * 1024 * 1024;
+/// Name of the reserve file in the run's directory.
+pub const RESERVE_FILE: &str = "outcome.reserve";
+/// Name of the pending outcome in the run's directory.
+pub const PENDING_FILE: &str = "outcome.json";
+
+/// The outcome of a run whose after-record could not be saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The run's id.
+    pub run_id: Uuid,
+    /// The run record's nonce (the outcome applies only to that record).
+    pub nonce: String,
+    /// When the agent exited; RFC 3339 UTC.
+    pub ended_at: DateTime<Utc>,
+    /// Run time in whole milliseconds.
+    pub duration_ms: u64,
+    /// The agent's exit code, null when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, else null.
+    pub signal: Option<i32>,
+    /// Why the after-record could not be saved.
+    pub reason: String,
+}
+
+fn run_dir(root: &Path, run_id: &Uuid) -> PathBuf {
+    root.join(RUNS_DIR).join(run_id.to_string())
+}
+
+/// Path of a run's pending outcome.
+pub fn pending_path(root: &Path, run_id: &Uuid) -> PathBuf {
+    run_dir(root, run_id).join(PENDING_FILE)
+}
+
+/// Reserves space for the after-record of a run of the project at `root` whose session file is
+/// `session_len` bytes now. Returns whether space was reserved; failing is not an error (the
+/// run goes on, and a full disk may then lose the outcome, which is reported).
+pub fn reserve(root: &Path, run_id: &Uuid, session_len: u64) -> io::Result<()> {
+    let dir = run_dir(root, run_id);
+    let runs = root.join(RUNS_DIR);
+    // Never create files through a link that leaves `.pas-agent/`.
+    for d in [&runs, &dir] {
+        match fs::symlink_metadata(d) {
+            Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
+                return Err(io::Error::other(format!(
+                    "{} is not a plain directory",
+                    d.display()
+                )));
+            }
+            _ => {}
+        }
+    }
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(&dir)?;
+    let size = session_len
+        .saturating_mul(2)
+        .saturating_add(MARGIN)
+        .min(MAX_RESERVE);
+    let path = dir.join(RESERVE_FILE);
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        // Real zeros, not `set_len`: a sparse file would reserve nothing.
+        let chunk = vec![0u8; 64 * 1024];
+        let mut left = size;
+        while left > 0 {
+            let n = left.min(chunk.len() as u64) as usize;
+            file.write_all(&chunk[..n])?;
+            left -= n as u64;
+        }
+        file.sync_all()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&path);
+    }
+    result
+}
+
+/// Writes `pending` over the start of the run's reserve (in place, no new space needed),
+/// truncates it and renames it to [`PENDING_FILE`]. Returns the pending file's path.
+///
+/// Errors: there is no reserve, or writing failed (the reserve is then removed, to free its
+/// space for the retry anyway).
+pub fn keep(root: &Path, pending: &Pending) -> io::Result<PathBuf> {
+    let dir = run_dir(root, &pending.run_id);
+    let reserve = dir.join(RESERVE_FILE);
+    let target = dir.join(PENDING_FILE);
+    let mut bytes = serde_json::to_vec_pretty(pending).map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    let result = (|| {
+        let meta = fs::symlink_metadata(&reserve)?;
+        if !meta.is_file() {
+            return Err(io::Error::other("the reserve is not a regular file"));
+        }
+        let mut file = OpenOptions::new().write(true).open(&reserve)?;
+        file.seek(io::SeekFrom::Start(0))?;
+        file.write_all(&bytes)?;
+        file.set_len(bytes.len() as u64)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&reserve, &target)?;
+        if let Ok(d) = File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(target.clone())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&reserve);
+    }
+    result
+}
+
+/// The pending outcome of a run, if one was kept and is readable.
+pub fn pending(root: &Path, run_id: &Uuid) -> Option<Pending> {
+    let bytes = crate::fsutil::read_limited(&pending_path(root, run_id), 64 * 1024).ok()??;
+    serde_json::from_slice::<Pending>(&bytes)
+        .ok()
+        .filter(|p| p.run_id == *run_id)
+}
+
+/// Removes what this module left for a run (reserve, pending outcome), and the run's
+/// directory when nothing else is in it.
+pub fn clear(root: &Path, run_id: &Uuid) {
+    let dir = run_dir(root, run_id);
+    for name in [RESERVE_FILE, PENDING_FILE] {
+        let _ = fs::remove_file(dir.join(name));
+    }
+    // Fails (and is meant to) while a capture is in the directory.
+    let _ = fs::remove_dir(&dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_keep_and_read_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        fs::create_dir(root.join(".pas-agent")).unwrap();
+        let id = Uuid::new_v4();
+        reserve(root, &id, 1000).unwrap();
+        let reserved = fs::metadata(run_dir(root, &id).join(RESERVE_FILE)).unwrap();
+        assert_eq!(reserved.len(), 2000 + MARGIN);
+        let p = Pending {
+            run_id: id,
+            nonce: "n".into(),
+            ended_at: Utc::now(),
+            duration_ms: 5,
+            exit_code: Some(3),
+            signal: None,
+            reason: "No space left on device".into(),
+        };
+        let path = keep(root, &p).unwrap();
+        assert_eq!(path, pending_path(root, &id));
+        assert!(!run_dir(root, &id).join(RESERVE_FILE).exists());
+        assert_eq!(pending(root, &id), Some(p));
+        clear(root, &id);
+        assert!(!run_dir(root, &id).exists());
+    }
+}
