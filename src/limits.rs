@@ -74,7 +74,7 @@ impl Limit {
 /// `64 MiB`, `16 MiB`, or the byte count when not a whole number of MiB.
 pub fn human(bytes: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else {
         format!("{bytes} bytes")

@@ -246,7 +246,9 @@ fn run_line(run: &Run) -> String {
         let _ = write!(line, ", {}", crate::display::duration(ms));
     }
     match (run.exit_code, run.signal, &run.state) {
-        (_, _, RunState::Abandoned) => line.push_str(", abandoned (its launcher ended without recording how the agent ended)"),
+        (_, _, RunState::Abandoned) => {
+            line.push_str(", abandoned (its launcher ended without recording how the agent ended)")
+        }
         (Some(code), _, _) => {
             let _ = write!(line, ", exit {code}");
         }

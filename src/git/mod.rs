@@ -155,12 +155,12 @@ pub fn discover(dir: &Path) -> Result<Option<Repo>> {
         })),
         // Git itself is broken or missing: the answer is unknown, not "no repository".
         Err(e) => Err(Error::Message(format!(
-            "{e}\n  cannot tell whether {} is in a git repository (install git or put it on PATH{})",
+            "{e}\n  cannot tell whether {} is in a git repository ({})",
             crate::term::clean(&dir.to_string_lossy()),
-            if choice == Choice::Cli {
-                ", or unset PAS_AGENT_GIT"
-            } else {
-                ""
+            match choice {
+                Choice::Cli => "install git or put it on PATH, or unset PAS_AGENT_GIT",
+                Choice::Gix => "the in-process reader cannot open it: unset PAS_AGENT_GIT",
+                Choice::Auto => "install git or put it on PATH",
             }
         ))),
     }
@@ -366,12 +366,13 @@ impl Repo {
     /// session file may be anything: such a path is data to compare, never a file to open.
     pub fn abs(&self, path: &str) -> Option<PathBuf> {
         let bytes = path_bytes(path);
+        let windows_only = cfg!(windows) && bytes.iter().any(|&b| b == b'\\' || b == b':');
         let portable = !bytes.is_empty()
             && !bytes.contains(&0)
+            && !windows_only
             && bytes
                 .split(|&b| b == b'/')
-                .all(|c| !c.is_empty() && c != b"." && c != b"..")
-            && !(cfg!(windows) && bytes.iter().any(|&b| b == b'\\' || b == b':'));
+                .all(|c| !c.is_empty() && c != b"." && c != b"..");
         if !portable {
             return None;
         }
@@ -450,7 +451,9 @@ pub fn path_bytes(recorded: &str) -> Vec<u8> {
                 }
                 Some(b'0'..=b'3')
                     if inner.len() >= i + 4
-                        && inner[i + 2..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) =>
+                        && inner[i + 2..i + 4]
+                            .iter()
+                            .all(|b| (b'0'..=b'7').contains(b)) =>
                 {
                     let digits = std::str::from_utf8(&inner[i + 1..i + 4]).unwrap_or("0");
                     out.push(u8::from_str_radix(digits, 8).unwrap_or(0));
@@ -581,7 +584,16 @@ mod tests {
             native: None,
             force_cli: true,
         };
-        for bad in ["/etc/passwd", "../x", "a/../../x", "a//b", "./a", "", "\"..\"", "a\u{0}b"] {
+        for bad in [
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a//b",
+            "./a",
+            "",
+            "\"..\"",
+            "a\u{0}b",
+        ] {
             assert_eq!(repo.abs(bad), None, "{bad:?}");
         }
         assert_eq!(repo.abs("src/a.rs"), Some(PathBuf::from("/r/src/a.rs")));

@@ -33,6 +33,10 @@ pub const MAX_RESERVE: u64 = 2 * crate::limits::SESSION.bytes + 32 * 1024 * 1024
 pub const RESERVE_FILE: &str = "outcome.reserve";
 /// Name of the pending outcome in the run's directory.
 pub const PENDING_FILE: &str = "outcome.json";
+/// Largest pending outcome read or written: 64 KiB (the reason is cut to fit).
+pub const PENDING_MAX_BYTES: u64 = 64 * 1024;
+/// The reason is cut to this many characters, so the file stays under [`PENDING_MAX_BYTES`].
+const MAX_REASON_CHARS: usize = 4096;
 
 /// The outcome of a run whose after-record could not be saved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,8 +127,15 @@ pub fn keep(root: &Path, pending: &Pending) -> io::Result<PathBuf> {
     let dir = run_dir(root, &pending.run_id);
     let reserve = dir.join(RESERVE_FILE);
     let target = dir.join(PENDING_FILE);
-    let mut bytes = serde_json::to_vec_pretty(pending).map_err(io::Error::other)?;
+    let mut pending = pending.clone();
+    if pending.reason.chars().count() > MAX_REASON_CHARS {
+        pending.reason = pending.reason.chars().take(MAX_REASON_CHARS).collect();
+    }
+    let mut bytes = serde_json::to_vec_pretty(&pending).map_err(io::Error::other)?;
     bytes.push(b'\n');
+    if bytes.len() as u64 > PENDING_MAX_BYTES {
+        return Err(io::Error::other("the outcome does not fit its file"));
+    }
     let result = (|| {
         let meta = fs::symlink_metadata(&reserve)?;
         if !meta.is_file() {
@@ -150,21 +161,23 @@ pub fn keep(root: &Path, pending: &Pending) -> io::Result<PathBuf> {
 
 /// The pending outcome of a run, if one was kept and is readable.
 pub fn pending(root: &Path, run_id: &Uuid) -> Option<Pending> {
-    let bytes = crate::fsutil::read_limited(&pending_path(root, run_id), 64 * 1024).ok()??;
+    let bytes =
+        crate::fsutil::read_limited(&pending_path(root, run_id), PENDING_MAX_BYTES).ok()??;
     serde_json::from_slice::<Pending>(&bytes)
         .ok()
         .filter(|p| p.run_id == *run_id)
 }
 
 /// Removes what this module left for a run (reserve, pending outcome), and the run's
-/// directory when nothing else is in it.
+/// directory and `.pas-agent/runs` when nothing else is in them.
 pub fn clear(root: &Path, run_id: &Uuid) {
     let dir = run_dir(root, run_id);
     for name in [RESERVE_FILE, PENDING_FILE] {
         let _ = fs::remove_file(dir.join(name));
     }
-    // Fails (and is meant to) while a capture is in the directory.
+    // These fail (and are meant to) while a capture or another run's files are there.
     let _ = fs::remove_dir(&dir);
+    let _ = fs::remove_dir(root.join(RUNS_DIR));
 }
 
 #[cfg(test)]
@@ -194,6 +207,6 @@ mod tests {
         assert!(!run_dir(root, &id).join(RESERVE_FILE).exists());
         assert_eq!(pending(root, &id), Some(p));
         clear(root, &id);
-        assert!(!run_dir(root, &id).exists());
+        assert!(!root.join(RUNS_DIR).exists());
     }
 }

@@ -300,8 +300,8 @@ pub fn git_outcome(
                 .cloned()
                 .collect();
             delta::files_changed(&baseline, &tree.files, &committed, |p| {
-            let abs = repo.abs(p)?;
-            exists(&abs).then(|| fingerprint::of_path(&abs))
+                let abs = repo.abs(p)?;
+                exists(&abs).then(|| fingerprint::of_path(&abs))
             })
         }
         _ => Vec::new(),
@@ -360,7 +360,9 @@ pub fn finish(
         let index = match index {
             Some(i) => i,
             None => {
-                crate::term::warn("this run's record disappeared from the session while the agent ran; writing it again");
+                crate::term::warn(
+                    "this run's record disappeared from the session while the agent ran; writing it again",
+                );
                 let started_at = ended_at
                     - chrono::Duration::milliseconds(i64::try_from(duration_ms).unwrap_or(0));
                 s.runs.push(running_record(
@@ -396,7 +398,7 @@ pub fn finish(
             number: index + 1,
         })
     };
-    let finished = match project.modify_within(patience, &apply) {
+    let finished = match project.modify_within(patience, apply) {
         Ok(done) => Ok(done),
         Err(first) => {
             // Most likely the disk is full (the agent filled it): put the outcome in the space
@@ -411,7 +413,7 @@ pub fn finish(
                 reason: first.to_string(),
             };
             let kept = outcome::keep(&project.root, &pending);
-            match project.modify_within(patience, &apply) {
+            match project.modify_within(patience, apply) {
                 Ok(done) => {
                     crate::term::warn(&format!(
                         "saving the run's record failed at first ({first}); it was saved with the disk space reserved for it"

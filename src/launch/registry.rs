@@ -303,6 +303,13 @@ mod tests {
             assert_eq!(mode(&reg.dir.join(FILE)), 0o600);
             assert_eq!(mode(&reg.dir), 0o700);
         }
+        // A change that would make the file larger than its reader accepts is refused, and
+        // the file is left as it was.
+        let before = std::fs::read(reg.dir.join(FILE)).unwrap();
+        let mut big = entry(Uuid::new_v4());
+        big.argv = vec!["x".repeat(MAX_BYTES as usize)];
+        assert!(matches!(reg.add(big), Err(Error::TooLarge { .. })));
+        assert_eq!(std::fs::read(reg.dir.join(FILE)).unwrap(), before);
         std::fs::write(reg.dir.join(FILE), "{not json").unwrap();
         assert!(matches!(reg.entries(), Err(Error::Damaged { .. })));
         reg.add(entry(a)).unwrap();

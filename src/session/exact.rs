@@ -71,7 +71,9 @@ pub fn check(text: &str) -> Result<(), String> {
             }
             b'-' | b'0'..=b'9' => {
                 let start = i;
-                while i < bytes.len() && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
                     i += 1;
                 }
                 let token = &text[start..i];
@@ -117,7 +119,10 @@ fn decimal(token: &str) -> Option<(bool, String, i64)> {
     let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     let all = format!("{int}{frac}");
     let lead = all.len() - all.trim_start_matches('0').len();
-    let digits = all.trim_start_matches('0').trim_end_matches('0').to_string();
+    let digits = all
+        .trim_start_matches('0')
+        .trim_end_matches('0')
+        .to_string();
     if digits.is_empty() {
         return Some((neg, digits, 0));
     }
@@ -135,7 +140,20 @@ mod tests {
 
     #[test]
     fn exact_and_inexact_numbers() {
-        for ok in ["0", "1", "-1", "1.0", "1E2", "1e2", "0.5", "18446744073709551615", "-9223372036854775808", "1.5e300", "0.1", "123.456"] {
+        for ok in [
+            "0",
+            "1",
+            "-1",
+            "1.0",
+            "1E2",
+            "1e2",
+            "0.5",
+            "18446744073709551615",
+            "-9223372036854775808",
+            "1.5e300",
+            "0.1",
+            "123.456",
+        ] {
             assert!(exact(ok), "{ok}");
         }
         for bad in [

@@ -105,10 +105,7 @@ impl Project {
                 };
                 Err(Error::Damaged {
                     path,
-                    problem: format!(
-                        "{}{hint}",
-                        crate::limits::SESSION.read_refusal(size)
-                    ),
+                    problem: format!("{}{hint}", crate::limits::SESSION.read_refusal(size)),
                 })
             }
             Err(ReadError::Io(e)) => Err(Error::io(path, e)),

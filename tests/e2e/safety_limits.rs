@@ -99,7 +99,20 @@ fn an_export_that_would_cross_the_context_file_limit_is_refused_before_writing()
     assert!(err.contains("CLAUDE.md"), "{err}");
     assert!(!sb.path("CLAUDE.md").exists());
     // After shrinking, the export goes through and the next one reads it back.
-    sb.ok(&["remove", "discoveries", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]);
+    sb.ok(&[
+        "remove",
+        "discoveries",
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+        "6",
+        "7",
+        "8",
+        "9",
+        "10",
+    ]);
     sb.ok(&["export", "--to", "codex"]);
     sb.ok(&["export", "--to", "codex"]);
     assert!(sb.read("AGENTS.md").starts_with("# My notes\n"));
@@ -109,7 +122,12 @@ fn an_export_that_would_cross_the_context_file_limit_is_refused_before_writing()
 // Item 12: the git CLI path gives the same answers as gix, and a missing git erases nothing.
 
 /// Runs pas-agent with a backend (`None`: the default) and returns the output.
-fn with_backend(sb: &Sandbox, dir: &str, backend: Option<&str>, args: &[&str]) -> std::process::Output {
+fn with_backend(
+    sb: &Sandbox,
+    dir: &str,
+    backend: Option<&str>,
+    args: &[&str],
+) -> std::process::Output {
     let mut cmd = sb.cmd();
     cmd.current_dir(sb.path(dir)).args(args);
     if let Some(b) = backend {
@@ -126,9 +144,21 @@ fn a_bare_repository_is_refused_by_every_backend() {
     for dir in ["s.git", "s.git/refs/sub"] {
         for backend in [None, Some("gix"), Some("cli")] {
             let out = with_backend(&sb, dir, backend, &["init", "--task", "t"]);
-            assert_eq!(out.status.code(), Some(1), "{backend:?} in {dir}: {}", stderr(&out));
-            assert!(stderr(&out).contains("bare git repository"), "{backend:?}: {}", stderr(&out));
-            assert!(!sb.path("s.git/.pas-agent").exists(), "{backend:?} wrote into the bare repository");
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{backend:?} in {dir}: {}",
+                stderr(&out)
+            );
+            assert!(
+                stderr(&out).contains("bare git repository"),
+                "{backend:?}: {}",
+                stderr(&out)
+            );
+            assert!(
+                !sb.path("s.git/.pas-agent").exists(),
+                "{backend:?} wrote into the bare repository"
+            );
             assert!(!sb.path(&format!("{dir}/.pas-agent")).exists());
         }
     }
@@ -137,7 +167,11 @@ fn a_bare_repository_is_refused_by_every_backend() {
     for backend in [None, Some("gix"), Some("cli")] {
         let out = with_backend(&sb, ".git", backend, &["init", "--task", "t"]);
         assert_eq!(out.status.code(), Some(1), "{backend:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains("inside a .git directory"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("inside a .git directory"),
+            "{}",
+            stderr(&out)
+        );
         assert!(!sb.path(".git/.pas-agent").exists());
     }
 }
@@ -147,7 +181,11 @@ fn a_bare_repository_is_refused_by_every_backend() {
 fn observe(sb: &Sandbox, backend: Option<&str>) -> (Value, Value) {
     let out = with_backend(sb, "", backend, &["checkpoint", "observe"]);
     assert!(out.status.success(), "{backend:?}: {}", stderr(&out));
-    assert!(!stderr(&out).contains("warning"), "{backend:?}: {}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("warning"),
+        "{backend:?}: {}",
+        stderr(&out)
+    );
     let s = sb.session();
     let files = s["checkpoints"].as_array().unwrap().last().unwrap()["files_changed"].clone();
     (s["git"].clone(), files)
@@ -163,33 +201,108 @@ fn both_backends_agree_on_every_repository_shape() {
     // (name, how to make it, whether gix can read it in-process)
     type Make = fn(&Sandbox);
     let shapes: Vec<(&str, Make, bool)> = vec![
-        ("plain", |sb| { sb.git(&["init", "-q", "-b", "main"]); sb.write("README.md", "r\n"); sb.git(&["add", "."]); sb.git(&["commit", "-qm", "c"]); }, true),
-        ("unborn", |sb| { sb.git(&["init", "-q", "-b", "trunk"]); sb.write("README.md", "r\n"); }, true),
-        ("detached", |sb| { sb.git(&["init", "-q", "-b", "main"]); sb.write("README.md", "r\n"); sb.git(&["add", "."]); sb.git(&["commit", "-qm", "c"]); sb.git(&["checkout", "-q", "--detach"]); }, true),
-        ("sha256", |sb| { sb.git(&["init", "-q", "-b", "main", "--object-format=sha256"]); sb.write("README.md", "r\n"); sb.git(&["add", "."]); sb.git(&["commit", "-qm", "c"]); }, false),
-        ("sha256 unborn", |sb| { sb.git(&["init", "-q", "-b", "main", "--object-format=sha256"]); }, false),
-        ("reftable", |sb| { sb.git(&["init", "-q", "-b", "main", "--ref-format=reftable"]); sb.write("README.md", "r\n"); sb.git(&["add", "."]); sb.git(&["commit", "-qm", "c"]); }, true),
+        (
+            "plain",
+            |sb| {
+                sb.git(&["init", "-q", "-b", "main"]);
+                sb.write("README.md", "r\n");
+                sb.git(&["add", "."]);
+                sb.git(&["commit", "-qm", "c"]);
+            },
+            true,
+        ),
+        (
+            "unborn",
+            |sb| {
+                sb.git(&["init", "-q", "-b", "trunk"]);
+                sb.write("README.md", "r\n");
+            },
+            true,
+        ),
+        (
+            "detached",
+            |sb| {
+                sb.git(&["init", "-q", "-b", "main"]);
+                sb.write("README.md", "r\n");
+                sb.git(&["add", "."]);
+                sb.git(&["commit", "-qm", "c"]);
+                sb.git(&["checkout", "-q", "--detach"]);
+            },
+            true,
+        ),
+        (
+            "sha256",
+            |sb| {
+                sb.git(&["init", "-q", "-b", "main", "--object-format=sha256"]);
+                sb.write("README.md", "r\n");
+                sb.git(&["add", "."]);
+                sb.git(&["commit", "-qm", "c"]);
+            },
+            false,
+        ),
+        (
+            "sha256 unborn",
+            |sb| {
+                sb.git(&["init", "-q", "-b", "main", "--object-format=sha256"]);
+            },
+            false,
+        ),
+        (
+            "reftable",
+            |sb| {
+                sb.git(&["init", "-q", "-b", "main", "--ref-format=reftable"]);
+                sb.write("README.md", "r\n");
+                sb.git(&["add", "."]);
+                sb.git(&["commit", "-qm", "c"]);
+            },
+            true,
+        ),
     ];
     for (name, make, in_process) in shapes {
         let sb = Sandbox::plain();
         make(&sb);
         let out = sb.run(&["init", "--task", name]);
         assert!(out.status.success(), "{name}: {}", stderr(&out));
-        assert!(!stderr(&out).contains("warning"), "{name}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("warning"),
+            "{name}: {}",
+            stderr(&out)
+        );
         some_changes(&sb);
-        let head = sb.git_cmd().args(["rev-parse", "--verify", "-q", "HEAD"]).output().unwrap();
+        let head = sb
+            .git_cmd()
+            .args(["rev-parse", "--verify", "-q", "HEAD"])
+            .output()
+            .unwrap();
         let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
         let cli = observe(&sb, Some("cli"));
         let auto = observe(&sb, None);
         assert_eq!(cli, auto, "{name}: the CLI and the default disagree");
         if in_process {
-            assert_eq!(cli, observe(&sb, Some("gix")), "{name}: the CLI and gix disagree");
+            assert_eq!(
+                cli,
+                observe(&sb, Some("gix")),
+                "{name}: the CLI and gix disagree"
+            );
         }
-        let want_commit = if head.is_empty() { Value::Null } else { json!(head) };
+        let want_commit = if head.is_empty() {
+            Value::Null
+        } else {
+            json!(head)
+        };
         assert_eq!(cli.0["commit"], want_commit, "{name}");
         assert_eq!(cli.0["dirty"], true, "{name}");
-        let paths: Vec<&str> = cli.1.as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
-        assert!(paths.contains(&"new dir/untracked.txt"), "{name}: {paths:?}");
+        let paths: Vec<&str> = cli
+            .1
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert!(
+            paths.contains(&"new dir/untracked.txt"),
+            "{name}: {paths:?}"
+        );
     }
 }
 
@@ -198,7 +311,10 @@ fn a_run_in_a_sha256_repository_that_makes_the_first_commit_records_its_files() 
     let sb = Sandbox::plain();
     sb.git(&["init", "-q", "-b", "main", "--object-format=sha256"]);
     sb.ok(&["init", "--task", "t"]);
-    sb.stand_in("committer", "echo hi > first.txt && git add first.txt && git commit -qm first");
+    sb.stand_in(
+        "committer",
+        "echo hi > first.txt && git add first.txt && git commit -qm first",
+    );
     let out = sb.run(&["run", "--no-pty", "--", "committer"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
@@ -232,13 +348,26 @@ fn a_missing_or_failing_git_never_erases_the_recorded_git_state() {
         sb.stand_in("true-agent", "exit 0");
         let out = without_git(&sb, Some("cli"), args);
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains("recorded earlier is kept"), "{args:?}: {}", stderr(&out));
-        assert_eq!(sb.session()["git"], recorded, "{args:?} erased the git state");
+        assert!(
+            stderr(&out).contains("recorded earlier is kept"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            sb.session()["git"],
+            recorded,
+            "{args:?} erased the git state"
+        );
     }
     assert_eq!(sb.session()["task"]["discoveries"], json!(["no git here"]));
     // A git that runs but fails.
     sb.stand_in("git", "echo 'fatal: broken' >&2; exit 128");
-    let out = with_backend(&sb, "", Some("cli"), &["update", "--discovery", "broken git"]);
+    let out = with_backend(
+        &sb,
+        "",
+        Some("cli"),
+        &["update", "--discovery", "broken git"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(sb.session()["git"], recorded);
     std::fs::remove_file(sb.bin_dir.join("git")).unwrap();
@@ -267,7 +396,11 @@ fn a_missing_or_failing_git_never_erases_the_recorded_git_state() {
         .args(["init", "--task", "t"]);
     let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("cannot tell whether"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot tell whether"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!sb.path("sub/.pas-agent").exists());
 }
 
@@ -281,7 +414,13 @@ impl SmallFs {
     /// Mounts a `size` tmpfs on `dir`; `None` (with a message) where mounting is not permitted.
     fn mount(dir: &Path, size: &str) -> Option<SmallFs> {
         let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0755"),
+                "tmpfs",
+            ])
             .arg(dir)
             .output();
         match out {
@@ -324,7 +463,10 @@ fn an_agent_that_fills_the_disk_keeps_its_outcome() {
     let Some((sb, _fs)) = sandbox_on_a_small_disk() else {
         return;
     };
-    sb.stand_in("filler", "head -c 8000000 /dev/zero > fill 2>/dev/null; exit 3");
+    sb.stand_in(
+        "filler",
+        "head -c 8000000 /dev/zero > fill 2>/dev/null; exit 3",
+    );
     let out = sb.run(&["run", "--no-pty", "--", "filler"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let run = last_run(&sb);
@@ -333,7 +475,11 @@ fn an_agent_that_fills_the_disk_keeps_its_outcome() {
     assert!(run["ended_at"].is_string(), "{run}");
     assert!(changed(&run).contains(&"fill".to_string()), "{run}");
     // Nothing of the reserve is left, and later commands agree.
-    assert!(!sb.path(".pas-agent/runs").read_dir().is_ok_and(|mut d| d.next().is_some()));
+    assert!(
+        !sb.path(".pas-agent/runs")
+            .read_dir()
+            .is_ok_and(|mut d| d.next().is_some())
+    );
     std::fs::remove_file(sb.path("fill")).unwrap();
     let runs: Value = serde_json::from_str(&sb.ok(&["runs", "--json"])).unwrap();
     assert_eq!(runs["runs"][0]["state"], "finished");
@@ -386,7 +532,12 @@ fn a_kept_outcome_is_recorded_by_the_next_command() {
     let sb = Sandbox::with_session();
     sb.stand_in("suicidal", "kill -9 $PPID; sleep 1; exit 0");
     let out = sb.run(&["run", "--no-pty", "--", "suicidal"]);
-    assert_eq!(out.status.code(), None, "the launcher was killed: {}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        None,
+        "the launcher was killed: {}",
+        stderr(&out)
+    );
     let run = last_run(&sb);
     assert_eq!(run["state"], "running");
     let id = run["id"].as_str().unwrap();
@@ -405,12 +556,19 @@ fn a_kept_outcome_is_recorded_by_the_next_command() {
     );
     let out = sb.run(&["status"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("recorded as finished"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("recorded as finished"),
+        "{}",
+        stderr(&out)
+    );
     let run = last_run(&sb);
     assert_eq!(run["state"], "finished", "{run}");
     assert_eq!(run["exit_code"], 3);
     assert_eq!(run["duration_ms"], 1234);
-    assert_eq!(run["outcome_recorded_late"], "No space left on device (os error 28)");
+    assert_eq!(
+        run["outcome_recorded_late"],
+        "No space left on device (os error 28)"
+    );
     assert!(!sb.path(&format!(".pas-agent/runs/{id}")).exists());
 }
 
@@ -439,15 +597,30 @@ fn values_this_version_cannot_keep_exactly_are_refused_and_never_rewritten() {
         )
     };
     let cases = [
-        (r#", "future": 123456789012345678901234567890"#, "cannot be kept exactly"),
-        (r#", "future": -99999999999999999999"#, "cannot be kept exactly"),
-        (r#", "future": 0.10000000000000000000000001"#, "cannot be kept exactly"),
-        (r#", "future": {"deep": [1e-400]}"#, "cannot be kept exactly"),
+        (
+            r#", "future": 123456789012345678901234567890"#,
+            "cannot be kept exactly",
+        ),
+        (
+            r#", "future": -99999999999999999999"#,
+            "cannot be kept exactly",
+        ),
+        (
+            r#", "future": 0.10000000000000000000000001"#,
+            "cannot be kept exactly",
+        ),
+        (
+            r#", "future": {"deep": [1e-400]}"#,
+            "cannot be kept exactly",
+        ),
         (r#", "future": 1e400"#, "number out of range"),
         (r#", "future": 1, "future": 2"#, "appears twice"),
         (r#", "task": {"description": "other"}"#, "duplicate field"),
         (r#", "future": "\ud800""#, "hex escape"),
-        (r#", "git": {"branch": "main", "commit": null, "dirty": false, "x": 1, "x": 1}"#, "appears twice"),
+        (
+            r#", "git": {"branch": "main", "commit": null, "dirty": false, "x": 1, "x": 1}"#,
+            "appears twice",
+        ),
     ];
     for (extra, want) in cases {
         let sb = Sandbox::with_session();
@@ -455,18 +628,43 @@ fn values_this_version_cannot_keep_exactly_are_refused_and_never_rewritten() {
         sb.write(SESSION, &text);
         for args in every_command() {
             let out = sb.run(&args);
-            assert_eq!(out.status.code(), Some(5), "{extra} / {args:?}: {}", stderr(&out));
-            assert!(stderr(&out).contains(want), "{extra} / {args:?}: {}", stderr(&out));
+            assert_eq!(
+                out.status.code(),
+                Some(5),
+                "{extra} / {args:?}: {}",
+                stderr(&out)
+            );
+            assert!(
+                stderr(&out).contains(want),
+                "{extra} / {args:?}: {}",
+                stderr(&out)
+            );
             assert!(stderr(&out).contains("session.json"), "{}", stderr(&out));
-            assert_eq!(sb.read(SESSION), text, "{extra} / {args:?} rewrote the file");
+            assert_eq!(
+                sb.read(SESSION),
+                text,
+                "{extra} / {args:?} rewrote the file"
+            );
         }
         assert!(!sb.path("AGENTS.md").exists());
     }
     // Values that survive the trip exactly are fine, spelled differently or not.
     let sb = Sandbox::with_session();
-    sb.write(SESSION, base(r#", "future": [1E2, 0.5, 18446744073709551615, -9223372036854775808, 1.0]"#));
+    sb.write(
+        SESSION,
+        base(r#", "future": [1E2, 0.5, 18446744073709551615, -9223372036854775808, 1.0]"#),
+    );
     sb.ok(&["update", "--next", "x"]);
-    assert_eq!(sb.session()["future"], json!([100.0, 0.5, 18446744073709551615u64, -9223372036854775808i64, 1.0]));
+    assert_eq!(
+        sb.session()["future"],
+        json!([
+            100.0,
+            0.5,
+            18446744073709551615u64,
+            -9223372036854775808i64,
+            1.0
+        ])
+    );
 }
 
 #[cfg(target_os = "linux")]
@@ -477,7 +675,11 @@ fn file_names_that_are_not_utf8_are_recorded_reversibly_by_both_backends() {
     // Two names that read the same once decoded lossily, and one with a quote.
     let names: [&[u8]; 3] = [b"caf\xe9.txt", b"caf\xe8.txt", b"\"quoted\".txt"];
     for (i, n) in names.iter().enumerate() {
-        std::fs::write(sb.work.join(std::ffi::OsStr::from_bytes(n)), format!("{i}\n")).unwrap();
+        std::fs::write(
+            sb.work.join(std::ffi::OsStr::from_bytes(n)),
+            format!("{i}\n"),
+        )
+        .unwrap();
     }
     let want = json!([
         {"path": "\"\\\"quoted\\\".txt\"", "status": "Untracked", "fingerprint": fnv(b"2\n")},
@@ -489,13 +691,22 @@ fn file_names_that_are_not_utf8_are_recorded_reversibly_by_both_backends() {
     assert_eq!(cli.1, want);
     assert_eq!(gix.1, want);
     // Committed in a run: the run's changed files name them the same way.
-    sb.stand_in("committer", "printf x >> \"$(printf 'caf\\351.txt')\" && git add -A && git commit -qm names");
+    sb.stand_in(
+        "committer",
+        "printf x >> \"$(printf 'caf\\351.txt')\" && git add -A && git commit -qm names",
+    );
     let out = sb.run(&["run", "--no-pty", "--", "committer"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let run = last_run(&sb);
     // The other two were untracked before and committed unchanged: not changed by the run.
     assert_eq!(changed(&run), vec!["\"caf\\351.txt\""], "{run}");
-    let fp = run["files_changed"].as_array().unwrap().iter().find(|f| f["path"] == "\"caf\\351.txt\"").unwrap()["fingerprint"].clone();
+    let fp = run["files_changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "\"caf\\351.txt\"")
+        .unwrap()["fingerprint"]
+        .clone();
     assert_eq!(fp, json!(fnv(b"0\nx")));
 }
 
@@ -525,7 +736,11 @@ fn paths_in_the_record_that_leave_the_work_tree_are_never_opened() {
     });
     // The next command closes the run: the outside file is not read, so not reported as
     // modified with its real fingerprint.
-    for args in [&["status"][..], &["export", "--to", "codex"][..], &["list"][..]] {
+    for args in [
+        &["status"][..],
+        &["export", "--to", "codex"][..],
+        &["list"][..],
+    ] {
         let out = sb.run(args);
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     }
@@ -548,8 +763,17 @@ fn a_nested_repository_is_never_silently_recorded_as_the_outer_one() {
     let outer_head = sb.git(&["rev-parse", "HEAD"]);
     std::fs::create_dir_all(sb.path("inner")).unwrap();
     let inner = |args: &[&str]| {
-        let out = sb.git_cmd().current_dir(sb.path("inner")).args(args).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = sb
+            .git_cmd()
+            .current_dir(sb.path("inner"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     inner(&["init", "-q", "-b", "side"]);
@@ -577,7 +801,11 @@ fn a_nested_repository_is_never_silently_recorded_as_the_outer_one() {
     assert!(out.status.success(), "{}", stderr(&out));
     let out = sb.run_in("inner", &["update", "--next", "n"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!stderr(&out).contains("separate git repository"), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("separate git repository"),
+        "{}",
+        stderr(&out)
+    );
     let s: Value = serde_json::from_str(&sb.read("inner/.pas-agent/session.json")).unwrap();
     assert_eq!(s["git"]["commit"], json!(inner_head));
     assert_eq!(s["git"]["branch"], "side");
