@@ -10,7 +10,7 @@ use crate::agents::Agent;
 use crate::cli::RunArgs;
 use crate::display::{count, duration};
 use crate::error::{Error, Result, exit};
-use crate::launch::{self, Plan, capture, plain, record, session_id};
+use crate::launch::{self, Plan, capture, plain, record, session_id, signals};
 use crate::session::Project;
 use crate::term::{clean, clean_line, note, warn};
 
@@ -46,6 +46,15 @@ pub fn run(args: RunArgs) -> Result<i32> {
             })
         }
     }
+}
+
+/// Why the agent did not run.
+enum NotStarted {
+    /// It could not be started.
+    Failed(Error),
+    /// This signal asked the launcher to stop before it was started.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    Signal(i32),
 }
 
 fn launcher_error(message: String) -> Error {
@@ -140,6 +149,15 @@ fn pty_wanted(args: &RunArgs) -> bool {
 fn launch_and_record(args: RunArgs) -> Result<i32> {
     let cwd = cwd()?;
     let use_pty = pty_wanted(&args);
+    // Every signal is caught from before the run record is written to the end (see
+    // `launch::signals::TABLE`): none can end the launcher with the run half-recorded.
+    #[cfg(unix)]
+    let watch = {
+        signals::install_fault_handlers();
+        signals::Watch::install(&signals::caught(use_pty))?
+    };
+    #[cfg(not(unix))]
+    let watch = signals::Watch::install(&[])?;
     let mut rest: Vec<OsString> = args.args;
     let name = match args.agent {
         Some(a) => a,
@@ -220,20 +238,60 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     }
     let env = [(launch::RUN_ID_ENV, started.run_id.to_string())];
     let started_at = Utc::now();
+    // A signal that came while the run was prepared (checkpoint, export, record) and that
+    // would have gone to the agent: the user or the system asked to stop before it started.
+    let stopped = std::iter::from_fn(|| watch.try_next()).find_map(|event| match event {
+        #[cfg(unix)]
+        signals::Event::Signal {
+            signal,
+            from_kernel,
+        } => match signals::action(signal, use_pty) {
+            signals::Action::Forward { .. } => Some(signal),
+            signals::Action::ForwardSent if !from_kernel => Some(signal),
+            _ => None,
+        },
+        _ => None,
+    });
     #[cfg(unix)]
-    let result = if use_pty {
-        launch::pty::run(&program.path, &agent_args, &env, &cwd, capture)
-    } else {
-        plain::run(&program.path, &program.name, &agent_args, &env, &cwd)
+    let result = match stopped {
+        Some(signal) => Err(NotStarted::Signal(signal)),
+        None if use_pty => launch::pty::run(
+            &program.path,
+            &program.name,
+            &agent_args,
+            &env,
+            &cwd,
+            capture,
+            &watch,
+        )
+        .map_err(NotStarted::Failed),
+        None => plain::run(
+            &program.path,
+            &program.name,
+            &agent_args,
+            &env,
+            &cwd,
+            &watch,
+        )
+        .map_err(NotStarted::Failed),
     };
     #[cfg(not(unix))]
     let result = {
         drop(capture);
-        plain::run(&program.path, &program.name, &agent_args, &env, &cwd)
+        let _ = stopped;
+        plain::run(
+            &program.path,
+            &program.name,
+            &agent_args,
+            &env,
+            &cwd,
+            &watch,
+        )
+        .map_err(NotStarted::Failed)
     };
-    let exit = match result {
-        Ok(exit) => exit,
-        Err(e) => {
+    let ran = match result {
+        Ok(ran) => ran,
+        Err(why) => {
             if let Err(forget) = record::forget(&project, &started) {
                 warn(&format!(
                     "could not remove the record of the run that did not start: {forget}"
@@ -247,9 +305,19 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                         .join(run_id.to_string()),
                 );
             }
-            return Err(e);
+            return match why {
+                NotStarted::Failed(e) => Err(e),
+                NotStarted::Signal(signal) => {
+                    note(&format!(
+                        "pas-agent: signal {signal} arrived before {} started: it was not started, and the run is not recorded",
+                        clean(&plan.label)
+                    ));
+                    Ok(128 + signal)
+                }
+            };
         }
     };
+    let exit = ran.exit;
     let ended_at = Utc::now();
     let capture_txt = plan
         .capture
@@ -296,8 +364,11 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                 }
                 _ => String::new(),
             };
+            // After a `^C` echo (or output that ended mid-line) the summary starts on a line
+            // of its own.
+            let fresh = if ran.mid_line { "\n" } else { "" };
             note(&format!(
-                "pas-agent: {} {how} after {}; {}, {} changed{moved} (run #{}{session}, `pas-agent runs`)",
+                "{fresh}pas-agent: {} {how} after {}; {}, {} changed{moved} (run #{}{session}, `pas-agent runs`)",
                 clean(&plan.label),
                 duration(run.duration_ms.unwrap_or(0)),
                 count(run.commits.len(), "commit", "commits"),

@@ -42,6 +42,9 @@ struct Text {
     out: Vec<u8>,
     /// The cursor column on the current output line (0-based, one per character).
     col: usize,
+    /// The last byte ever written to the text (kept when `out` is taken), to know whether a
+    /// line is open.
+    last: Option<u8>,
 }
 
 impl Text {
@@ -53,7 +56,7 @@ impl Text {
     }
 
     fn line_break(&mut self) {
-        if self.out.last().is_some_and(|b| *b != b'\n') {
+        if self.out.last().or(self.last.as_ref()).is_some_and(|b| *b != b'\n') {
             self.out.push(b'\n');
         }
         self.col = 0;
@@ -109,12 +112,80 @@ impl vte::Perform for Text {
     }
 }
 
+/// Turns terminal output into `capture.txt`'s text, independently of how the output is cut
+/// into reads: the same bytes fed at once or a byte at a time give the same text.
+///
+/// vte 0.14 loses the character after a UTF-8 sequence that was split between two `advance`
+/// calls when more bytes follow it in the second call (its partial-character path skips by
+/// the wrong count). The converter therefore never hands vte an incomplete trailing
+/// sequence: up to three bytes of an unfinished character wait for the next chunk.
+#[derive(Default)]
+pub struct TextConverter {
+    parser: vte::Parser,
+    performer: Text,
+    /// The start of a multi-byte character whose remaining bytes have not arrived yet.
+    pending: Vec<u8>,
+}
+
+/// How many bytes at the end of `bytes` start a UTF-8 character that is not complete yet
+/// (0 to 3).
+fn incomplete_tail(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(3) {
+        let b = bytes[bytes.len() - back];
+        if b & 0xC0 == 0x80 {
+            continue; // a continuation byte: look further back for its lead
+        }
+        let needed = match b {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return 0, // ASCII or not a lead byte: nothing waits
+        };
+        return if back < needed { back } else { 0 };
+    }
+    0
+}
+
+impl TextConverter {
+    /// Feeds output bytes; returns the text they completed (UTF-8, `\n` line ends).
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut joined;
+        let all: &[u8] = if self.pending.is_empty() {
+            bytes
+        } else {
+            joined = std::mem::take(&mut self.pending);
+            joined.extend_from_slice(bytes);
+            &joined
+        };
+        let keep = incomplete_tail(all);
+        let (now, later) = all.split_at(all.len() - keep);
+        self.parser.advance(&mut self.performer, now);
+        self.pending = later.to_vec();
+        if let Some(b) = self.performer.out.last() {
+            self.performer.last = Some(*b);
+        }
+        std::mem::take(&mut self.performer.out)
+    }
+
+    /// Drops an unfinished character (the output was cut inside it, or ended there).
+    pub fn drop_pending(&mut self) {
+        self.pending.clear();
+    }
+
+    /// The text of `bytes` fed in one piece.
+    pub fn convert(bytes: &[u8]) -> Vec<u8> {
+        let mut c = TextConverter::default();
+        let out = c.feed(bytes);
+        c.drop_pending();
+        out
+    }
+}
+
 /// An open capture.
 pub struct Capture {
     ansi: BufWriter<File>,
     text: BufWriter<File>,
-    parser: vte::Parser,
-    performer: Text,
+    converter: TextConverter,
     written: u64,
     limit: u64,
     cut: bool,
@@ -152,8 +223,7 @@ impl Capture {
         Ok(Capture {
             ansi: BufWriter::with_capacity(64 * 1024, create(&ansi)?),
             text: BufWriter::with_capacity(64 * 1024, create(&txt)?),
-            parser: vte::Parser::new(),
-            performer: Text::default(),
+            converter: TextConverter::default(),
             written: 0,
             limit,
             cut: false,
@@ -174,6 +244,7 @@ impl Capture {
             self.failed = true;
         } else if take.len() < bytes.len() {
             self.cut = true;
+            self.converter.drop_pending();
             let note = format!(
                 "\r\n[pas-agent: capture cut at {} bytes; set {LIMIT_ENV} to keep more]\r\n",
                 self.limit
@@ -185,10 +256,8 @@ impl Capture {
 
     /// Feeds bytes through the parser into the text file.
     fn plain(&mut self, bytes: &[u8]) -> bool {
-        self.parser.advance(&mut self.performer, bytes);
-        let ok = self.text.write_all(&self.performer.out).is_ok();
-        self.performer.out.clear();
-        ok
+        let text = self.converter.feed(bytes);
+        self.text.write_all(&text).is_ok()
     }
 
     /// Flushes both files.
@@ -232,5 +301,55 @@ mod tests {
         t.finish();
         let text = std::fs::read_to_string(dir.path().join(paths(&id).1)).unwrap();
         assert_eq!(text, "Claude Code            v2\n  Mock reply.\nnext\n");
+    }
+
+    /// `xéC─😀y` written in two pieces, cut after the first byte of `é` (issue 8 item 4).
+    #[test]
+    fn a_character_split_between_reads_keeps_the_next_one() {
+        let line = "xéC─😀y\n".as_bytes();
+        for cut in 0..=line.len() {
+            let mut c = TextConverter::default();
+            let mut out = c.feed(&line[..cut]);
+            out.extend(c.feed(&line[cut..]));
+            assert_eq!(String::from_utf8(out).unwrap(), "xéC─😀y\n", "cut at {cut}");
+        }
+    }
+
+    use proptest::prelude::*;
+
+    /// Pieces of terminal output: text in several scripts, controls, and escape sequences
+    /// (CSI with parameters, OSC ended by BEL or ST with UTF-8 inside, charset designations).
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-zA-Z0-9 ]{1,6}",
+            prop::sample::select(vec![
+                "é", "─", "😀", "ĸ", "日本", "\u{301}", "\u{fffd}", "\r", "\n", "\t", "\r\n",
+                "\x1b[1;31m", "\x1b[0m", "\x1b[2C", "\x1b[5;10H", "\x1b[?1049h", "\x1b[?25l",
+                "\x1b]0;tïtle\x07", "\x1b]2;😀\x1b\\", "\x1b(0", "\x1b(B", "\x1b[>1u",
+                "\x1b[3G", "\x1b[2B", "\x1b7", "\x1b8", "\x1bP+q\x1b\\",
+            ])
+            .prop_map(str::to_string),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn text_does_not_depend_on_how_output_is_chunked(
+            pieces in prop::collection::vec(piece(), 0..40),
+            cuts in prop::collection::vec(1usize..=5, 0..400),
+        ) {
+            let bytes = pieces.concat().into_bytes();
+            let whole = TextConverter::convert(&bytes);
+            let mut c = TextConverter::default();
+            let mut chunked = Vec::new();
+            let mut rest: &[u8] = &bytes;
+            let mut sizes = cuts.iter().cycle();
+            while !rest.is_empty() {
+                let n = (*sizes.next().unwrap_or(&1)).min(rest.len());
+                chunked.extend(c.feed(&rest[..n]));
+                rest = &rest[n..];
+            }
+            prop_assert_eq!(String::from_utf8_lossy(&whole), String::from_utf8_lossy(&chunked));
+        }
     }
 }

@@ -10,6 +10,7 @@ pub mod process;
 #[cfg(unix)]
 pub mod pty;
 pub mod reconcile;
+pub mod modes;
 pub mod record;
 pub mod registry;
 pub mod session_id;

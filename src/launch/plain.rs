@@ -44,37 +44,70 @@ impl Exit {
     }
 }
 
-/// Maps a failure to start `program` to the launcher's exit codes: 127 when it does not exist,
-/// 126 when it exists but cannot be executed (permissions, a bad `#!` interpreter).
+/// How a run ended, for the launcher's summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ran {
+    /// How the agent ended.
+    pub exit: Exit,
+    /// The cursor is probably not at the start of a line (the terminal echoed `^C`, or the
+    /// agent's last output left it mid-line): the summary starts on a fresh line.
+    pub mid_line: bool,
+}
+
+/// Maps a failure to start `program` to the launcher's exit codes, as a shell does: 127 when
+/// it does not exist, 126 when it exists but cannot be executed (permissions, a directory, a
+/// `#!` interpreter that does not exist: bash's "bad interpreter", also 126).
 pub fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
+    let exists = program.exists();
     let code = match e.kind() {
-        std::io::ErrorKind::NotFound if !program.exists() => exit::NOT_FOUND,
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => exit::NOT_EXECUTABLE,
+        std::io::ErrorKind::NotFound if !exists => exit::NOT_FOUND,
         _ => exit::NOT_EXECUTABLE,
     };
+    let why = match (e.kind(), interpreter(program)) {
+        (std::io::ErrorKind::NotFound, Some(interp)) if exists => {
+            format!("bad interpreter {interp}: {e}")
+        }
+        _ => e.to_string(),
+    };
     Error::Launch {
-        message: format!("cannot run {}: {e}", program.display()),
+        message: format!("cannot run {}: {why}", program.display()),
         code,
     }
 }
 
+/// The interpreter a script names on its `#!` line.
+fn interpreter(program: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let text = String::from_utf8_lossy(line);
+    text.split_whitespace()
+        .next()
+        .map(crate::term::clean_line)
+}
+
 /// Runs `program args…` in `cwd` with inherited stdio and waits for it, with `env` added to
-/// its environment.
+/// its environment. `watch` is the launcher's event stream, installed before the run record
+/// was written.
 ///
-/// Signals (`launcher-store.md` §B2 rule 1): the agent shares the terminal's foreground process
-/// group, so what the kernel raises there (Ctrl-C, Ctrl-\\, a hang-up) has already reached it
-/// and is not sent again; a signal that a process sent to the launcher alone (`kill`) is
-/// forwarded to the agent. Either way the launcher lives on to write the after-record.
+/// Signals ([`super::signals::TABLE`], `launcher-store.md` §B2 rule 1): the agent shares the
+/// terminal's foreground process group, so what the kernel raises there (Ctrl-C, Ctrl-\\, a
+/// hang-up) has already reached it and is not sent again; a signal that a process sent to the
+/// launcher alone (`kill`: SIGTERM, SIGUSR1, a realtime signal, …) is forwarded to the agent.
+/// Either way the launcher lives on to write the after-record.
 ///
 /// Errors: [`Error::Launch`] with 126 or 127 when it cannot be started (see [`spawn_error`]),
-/// 125 when the signal handlers cannot be installed or waiting fails.
+/// 125 when waiting fails.
 pub fn run(
     program: &Path,
     argv0: &str,
     args: &[OsString],
     env: &[(&str, String)],
     cwd: &Path,
-) -> Result<Exit, Error> {
+    watch: &Watch,
+) -> Result<Ran, Error> {
     let mut cmd = Command::new(program);
     // PWD as a shell would set it: pas-agent's own may be stale (`-C DIR`, a test harness), and
     // some agents (OpenCode) take their project directory from it.
@@ -92,14 +125,29 @@ pub fn run(
     }
     #[cfg(not(unix))]
     let _ = argv0;
-    let watch = Watch::install(FORWARDED)?;
     let child = cmd.spawn().map_err(|e| spawn_error(program, &e))?;
     #[cfg(unix)]
     let pid = i32::try_from(child.id()).unwrap_or(0);
+    #[cfg(unix)]
+    signals::set_agent_target(pid);
     signals::wait_in_background(child, watch.sender());
     loop {
         match watch.next(None) {
-            Some(Event::Exited(status)) => return Ok(Exit::from_status(status)),
+            Some(Event::Exited(status)) => {
+                // From here on what the user types cannot stop the recording.
+                signals::shield_recording();
+                let exit = Exit::from_status(status);
+                // The terminal echoed `^C` and the agent died of it: like bash, start what
+                // follows on a new line.
+                #[cfg(unix)]
+                let mid_line = exit.signal == Some(libc::SIGINT) && {
+                    use std::io::IsTerminal;
+                    std::io::stderr().is_terminal()
+                };
+                #[cfg(not(unix))]
+                let mid_line = false;
+                return Ok(Ran { exit, mid_line });
+            }
             Some(Event::WaitFailed(e)) => {
                 return Err(Error::Launch {
                     message: format!("waiting for {}: {e}", program.display()),
@@ -110,11 +158,12 @@ pub fn run(
             Some(Event::Signal {
                 signal,
                 from_kernel,
-            }) => {
-                if !from_kernel {
-                    signals::send(pid, signal);
+            }) => match signals::action(signal, false) {
+                signals::Action::Forward { .. } | signals::Action::ForwardSent if !from_kernel => {
+                    signals::send(pid, signal)
                 }
-            }
+                _ => {}
+            },
             #[cfg(not(unix))]
             Some(Event::Signal { .. }) => {}
             Some(Event::Stopped) => {}
@@ -127,15 +176,3 @@ pub fn run(
         }
     }
 }
-
-/// The signals the launcher catches and forwards: Ctrl-C, Ctrl-\\, termination, hang-up.
-#[cfg(unix)]
-const FORWARDED: &[i32] = &[
-    signal_hook::consts::SIGINT,
-    signal_hook::consts::SIGQUIT,
-    signal_hook::consts::SIGTERM,
-    signal_hook::consts::SIGHUP,
-];
-
-#[cfg(not(unix))]
-const FORWARDED: &[i32] = &[];

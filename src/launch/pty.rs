@@ -4,38 +4,50 @@
 //!
 //! Lifecycle (`launcher-store.md` §A2, the order that avoids the known hangs):
 //! 1. signal handlers first, so no signal is lost between reading the size and the loop;
-//! 2. `openpty` at the user's window size, spawn the resolved absolute path with an explicit
-//!    cwd (portable-pty's default is `$HOME`), drop the slave at once (EOF on the master only
-//!    comes once every slave fd is closed);
+//! 2. `openpty` (portable-pty) at the user's window size; spawn the resolved absolute path with
+//!    an explicit cwd through `std::process::Command`, as the leader of a new session whose
+//!    controlling terminal is the pty (`setsid`, `TIOCSCTTY`), with the pty as its stdin and
+//!    stdout, and as its stderr only when pas-agent's stderr is a terminal too: a redirected
+//!    stderr (`2>err.txt`) reaches its file as it would without pas-agent (portable-pty's own
+//!    spawn makes all three the pty, and hides a failed `exec`, wezterm#7893; std reports it,
+//!    so a missing `#!` interpreter gives 126 as with inherited stdio and in bash). Then drop
+//!    the slave at once (EOF on the master only comes once every slave fd is closed);
 //! 3. raw mode on the user's terminal (restored on every path, see [`super::terminal`]);
 //! 4. threads: output (master → stdout and capture), input (stdin → master, written to a dup
 //!    of the master fd, never through portable-pty's writer, whose `Drop` types `\n` + Ctrl-D
 //!    into the agent, wezterm#7898), waiter (the exit status from `wait()`, not reader EOF);
-//! 5. the main loop: SIGWINCH → read the user's size, resize the pty (the kernel then sends
-//!    the agent SIGWINCH); SIGINT/SIGQUIT/SIGTERM/SIGHUP → the agent's process group (it is a
-//!    session leader on its pty, so nothing else would reach it; keys arrive as bytes);
-//!    after SIGTERM, SIGHUP or SIGQUIT the agent gets [`GRACE`] to exit, then SIGKILL, as
-//!    util-linux `script` and asciinema do;
+//! 5. the main loop, each signal as [`super::signals::TABLE`] says: SIGWINCH → read the
+//!    user's size, resize the pty (the kernel then sends the agent SIGWINCH); SIGINT, SIGQUIT,
+//!    SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, the realtime signals, … → the agent's process
+//!    group (it is a session leader on its pty, so nothing else would reach it; keys arrive as
+//!    bytes); after SIGTERM, SIGHUP or SIGQUIT the agent gets [`GRACE`] to exit, then SIGKILL,
+//!    as util-linux `script` and asciinema do; SIGTSTP stops the agent, which suspends the run
+//!    as below;
 //!    when the agent stops itself (Ctrl-Z), the user's terminal is restored and pas-agent
 //!    stops too, so the user's shell has a stopped job; `fg` continues pas-agent, which puts
 //!    the terminal back in raw mode and continues the agent (util-linux `script` does the same);
 //! 6. on exit: drain the output for at most [`DRAIN`] (a background grandchild may hold the
-//!    pty open forever, uim PR #300), stop the input thread, restore the terminal, close the
-//!    master (the kernel hangs up what is left on the pty), close the capture.
+//!    pty open forever, uim PR #300), stop the input thread, undo the modes the agent left on
+//!    ([`super::modes`]: alternate screen, mouse, keyboard protocols, …), restore the
+//!    terminal's settings, close the master (the kernel hangs up what is left on the pty),
+//!    close the capture.
 
 use std::ffi::OsString;
-use std::io::Read;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::io::{IsTerminal, Read};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGKILL, SIGQUIT, SIGSTOP, SIGTERM, SIGWINCH};
+use portable_pty::{MasterPty, PtySize, native_pty_system};
+use signal_hook::consts::{SIGCONT, SIGKILL, SIGSTOP};
 
 use super::capture::Capture;
-use super::plain::Exit;
-use super::signals::{self, Event, Watch};
+use super::modes::Tracker;
+use super::plain::{Exit, Ran};
+use super::signals::{self, Action, Event, Watch};
 use super::terminal::{self, RawMode, Size};
 use crate::error::{Error, exit};
 
@@ -47,7 +59,6 @@ pub const DRAIN: Duration = Duration::from_secs(2);
 
 /// Whether the launcher should use a pseudo-terminal: stdin and stdout are terminals.
 pub fn wanted() -> bool {
-    use std::io::IsTerminal;
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
@@ -67,69 +78,47 @@ fn pty_size(s: Size) -> PtySize {
     }
 }
 
-/// portable-pty closes the pipe std uses to report a failed `exec`, so a program that cannot
-/// be executed would look like one that ran and failed (wezterm#7893). The checks `exec` would
-/// make are made first: the file is executable, and a `#!` interpreter exists and is too.
-///
-/// Errors: [`Error::Launch`] with 126 (not executable) or 127 (interpreter not found).
-fn preflight(program: &Path) -> Result<(), Error> {
-    let not_exec = |why: String| Error::Launch {
-        message: format!("cannot run {}: {why}", program.display()),
-        code: exit::NOT_EXECUTABLE,
-    };
-    let meta = std::fs::metadata(program).map_err(|e| not_exec(e.to_string()))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-            return Err(not_exec("not an executable file".into()));
-        }
-    }
-    let mut head = [0u8; 256];
-    let n = std::fs::File::open(program)
-        .and_then(|mut f| f.read(&mut head))
-        .map_err(|e| not_exec(e.to_string()))?;
-    if let Some(line) = head[..n].strip_prefix(b"#!") {
-        let line = line.split(|b| *b == b'\n').next().unwrap_or_default();
-        let text = String::from_utf8_lossy(line);
-        if let Some(interp) = text.split_whitespace().next() {
-            let interp = Path::new(interp);
-            if !interp.exists() {
-                return Err(Error::Launch {
-                    message: format!(
-                        "cannot run {}: its interpreter {} does not exist",
-                        program.display(),
-                        interp.display()
-                    ),
-                    code: exit::NOT_FOUND,
-                });
-            }
-        }
-    }
-    Ok(())
+/// Opens the pty's slave side by name (portable-pty keeps its own fd private), without making
+/// it pas-agent's controlling terminal, close-on-exec.
+fn open_slave(master: &dyn MasterPty) -> Result<OwnedFd, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = master
+        .tty_name()
+        .ok_or_else(|| failed("opening a pseudo-terminal", "it has no name"))?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(&name)
+        .map_err(|e| failed(&format!("opening {}", name.display()), e))?;
+    Ok(OwnedFd::from(file))
 }
 
 /// Output shared between the output thread and the main loop.
 struct Sink {
     capture: Option<Capture>,
+    /// What the agent's output turned on in the user's terminal.
+    modes: Tracker,
     /// Set by the main loop when it stops waiting: the output thread stops.
     closed: bool,
 }
 
-/// Runs `program args…` in `cwd` inside a pseudo-terminal, with `env` added to its
-/// environment, teeing its output to `capture`. Waits for it and returns how it ended.
+/// Runs `program args…` (argv[0] `argv0`) in `cwd` inside a pseudo-terminal, with `env` added
+/// to its environment, teeing its output to `capture`. Waits for it and returns how it ended.
+/// `watch` is the launcher's event stream, installed before the run record was written.
 ///
 /// Errors: [`Error::Launch`] with 126/127 when the program cannot be executed, 125 when the
 /// pty or the launcher's threads cannot be set up. The terminal is restored before returning,
 /// on every path.
 pub fn run(
     program: &Path,
+    argv0: &str,
     args: &[OsString],
     env: &[(&str, String)],
     cwd: &Path,
     capture: Option<Capture>,
-) -> Result<Exit, Error> {
-    preflight(program)?;
-    let watch = Watch::install(&[SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGWINCH])?;
+    watch: &Watch,
+) -> Result<Ran, Error> {
     let stdin = std::io::stdin();
     let stdout_fd = std::io::stdout();
     let size = terminal::size(stdout_fd.as_fd())
@@ -145,10 +134,16 @@ pub fn run(
         .try_clone_reader()
         .map_err(|e| failed("reading the pseudo-terminal", e))?;
     let (wake_read, wake_write) = rustix::pipe::pipe().map_err(|e| failed("creating a pipe", e))?;
+    let slave = open_slave(&*pair.master)?;
+    let slave_stdio = || {
+        slave
+            .try_clone()
+            .map(Stdio::from)
+            .map_err(|e| failed("opening a pseudo-terminal", e))
+    };
 
-    let mut cmd = CommandBuilder::new(program);
-    cmd.args(args);
-    cmd.cwd(cwd);
+    let mut cmd = Command::new(program);
+    cmd.arg0(argv0).args(args).current_dir(cwd);
     cmd.env("PWD", cwd); // see plain::run
     cmd.env_remove(crate::hook::PROMPT_ENV);
     for (k, v) in env {
@@ -157,24 +152,35 @@ pub fn run(
     if std::env::var_os("TERM").is_none_or(|t| t.is_empty() || t == "dumb") {
         cmd.env("TERM", "xterm-256color");
     }
-    let child =
-        pair.slave
-            .spawn_command(cmd)
-            .map_err(|e| match e.downcast_ref::<std::io::Error>() {
-                Some(io) => super::plain::spawn_error(program, io),
-                None => failed(&format!("starting {}", program.display()), e),
-            })?;
+    // The pty for the streams that are terminals; a redirected stderr keeps its destination.
+    cmd.stdin(slave_stdio()?).stdout(slave_stdio()?);
+    if std::io::stderr().is_terminal() {
+        cmd.stderr(slave_stdio()?);
+    }
+    let slave_fd = slave.as_raw_fd();
+    // SAFETY: only async-signal-safe calls (setsid, ioctl) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            #[allow(clippy::useless_conversion)]
+            if libc::ioctl(slave_fd, libc::TIOCSCTTY.into(), 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| super::plain::spawn_error(program, &e))?;
+    drop(cmd);
+    drop(slave);
     drop(pair.slave);
     let master = pair.master;
-    let pid = child
-        .process_id()
-        .and_then(|p| i32::try_from(p).ok())
-        .unwrap_or(0);
-    let child: Box<dyn portable_pty::Child> = child;
-    let child = match child.downcast::<std::process::Child>() {
-        Ok(c) => *c,
-        Err(_) => return Err(failed("waiting for the agent", "unsupported child type")),
-    };
+    let pid = i32::try_from(child.id()).unwrap_or(0);
+    // The agent leads its own process group: signals go to the whole group.
+    signals::set_agent_target(-pid);
     signals::wait_or_stop_in_background(child, watch.sender());
 
     let mut raw = match RawMode::enable(stdin.as_fd()) {
@@ -189,6 +195,7 @@ pub fn run(
 
     let sink = Arc::new(Mutex::new(Sink {
         capture,
+        modes: Tracker::default(),
         closed: false,
     }));
     let (out_done_tx, out_done) = std::sync::mpsc::channel::<()>();
@@ -214,6 +221,11 @@ pub fn run(
             .map_err(|e| failed("starting the input thread", e))?;
     }
 
+    let resize = |master: &dyn MasterPty| {
+        if let Some(s) = terminal::size(std::io::stdout().as_fd()) {
+            let _ = master.resize(pty_size(s));
+        }
+    };
     let mut deadline: Option<Instant> = None;
     let outcome = loop {
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -221,33 +233,51 @@ pub fn run(
             Some(Event::Exited(status)) => break Ok(Exit::from_status(status)),
             Some(Event::WaitFailed(e)) => break Err(failed("waiting for the agent", e)),
             Some(Event::Stopped) => {
-                // The agent suspended itself (Ctrl-Z in its terminal). Nothing in its session
-                // can continue it, so do what `script` does: give the user's terminal back,
-                // stop pas-agent too (the user's shell sees a stopped job), and on `fg`
-                // resume both.
+                // The agent suspended itself (or SIGTSTP to the launcher stopped it). Nothing
+                // in its session can continue it, so do what `script` does: give the user's
+                // terminal back, modes and all, stop pas-agent too (the user's shell sees a
+                // stopped job), and on `fg` resume both. The output waits meanwhile (the sink
+                // stays locked), so nothing the agent still prints lands on the shell's screen.
+                let mut guard = sink.lock().ok();
+                if let Some(sink) = guard.as_mut() {
+                    let _ = write_all(std::io::stdout().as_fd(), &sink.modes.state.reset_bytes());
+                }
                 let had_raw = raw.take().is_some();
                 signals::send(std::process::id() as i32, SIGSTOP);
                 if had_raw {
                     raw = RawMode::enable(std::io::stdin().as_fd()).ok();
                 }
-                if let Some(s) = terminal::size(std::io::stdout().as_fd()) {
-                    let _ = master.resize(pty_size(s));
+                if let Some(sink) = guard.as_mut() {
+                    let _ =
+                        write_all(std::io::stdout().as_fd(), &sink.modes.state.reapply_bytes());
                 }
+                drop(guard);
+                resize(&*master);
                 signals::send(-pid, SIGCONT);
             }
             Some(Event::Signal {
-                signal: SIGWINCH, ..
-            }) => {
-                if let Some(s) = terminal::size(std::io::stdout().as_fd()) {
-                    let _ = master.resize(pty_size(s));
+                signal,
+                from_kernel,
+            }) => match signals::action(signal, true) {
+                Action::Resize => resize(&*master),
+                Action::Continue => {
+                    // Continued after a stop the launcher did not make (SIGSTOP from
+                    // elsewhere): the shell may have put its own settings back meanwhile.
+                    if let Some(r) = &raw {
+                        r.reapply();
+                    }
+                    resize(&*master);
                 }
-            }
-            Some(Event::Signal { signal, .. }) => {
-                signals::send(-pid, signal);
-                if signal != SIGINT && deadline.is_none() {
-                    deadline = Some(Instant::now() + GRACE);
+                Action::Suspend => signals::send(-pid, SIGSTOP),
+                Action::Forward { ends } => {
+                    signals::send(-pid, signal);
+                    if ends && deadline.is_none() {
+                        deadline = Some(Instant::now() + GRACE);
+                    }
                 }
-            }
+                Action::ForwardSent if !from_kernel => signals::send(-pid, signal),
+                Action::ForwardSent | Action::Default | Action::Fault => {}
+            },
             None if deadline.is_some() => {
                 signals::send(-pid, SIGKILL);
                 deadline = None;
@@ -255,19 +285,27 @@ pub fn run(
             None => break Err(failed("waiting for the agent", "lost track of it")),
         }
     };
+    // The agent is gone: from here on what the user types cannot stop the recording.
+    signals::shield_recording();
 
-    // The agent is gone: take what is left of its output, within bounds.
+    // Take what is left of its output, within bounds.
     let _ = out_done.recv_timeout(DRAIN);
     let _ = rustix::io::write(&wake_write, b"x");
-    drop(raw);
+    let mut mid_line = false;
     if let Ok(mut sink) = sink.lock() {
         sink.closed = true;
+        // Undo what the agent left on, before the settings go back (a terminal in
+        // synchronized-output or alternate-screen mode would hide the shell's prompt).
+        let reset = sink.modes.state.reset_bytes();
+        let _ = write_all(std::io::stdout().as_fd(), &reset);
+        mid_line = !sink.modes.state.at_line_start();
         if let Some(c) = sink.capture.take() {
             c.finish();
         }
     }
+    drop(raw);
     drop(master);
-    outcome
+    outcome.map(|exit| Ran { exit, mid_line })
 }
 
 /// Copies the agent's output to stdout and the capture until EOF (every slave fd closed; EIO
@@ -287,13 +325,16 @@ fn pump_output(mut reader: Box<dyn Read + Send>, sink: &Mutex<Sink>) {
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        if stdout_ok {
-            stdout_ok = write_all(stdout.as_fd(), chunk).is_ok();
-        }
+        // Under the lock: the main loop undoes the modes the agent turned on, and that must
+        // not interleave with the output that turned them on.
         let Ok(mut sink) = sink.lock() else { break };
         if sink.closed {
             break;
         }
+        if stdout_ok {
+            stdout_ok = write_all(stdout.as_fd(), chunk).is_ok();
+        }
+        sink.modes.feed(chunk);
         if let Some(c) = sink.capture.as_mut() {
             c.write(chunk);
         }
@@ -346,27 +387,4 @@ fn write_all(fd: BorrowedFd<'_>, mut bytes: &[u8]) -> rustix::io::Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn preflight_maps_what_exec_would_refuse() {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("s");
-        std::fs::write(&script, "#!/nonexistent/interp\necho hi\n").unwrap();
-        let code = |p: &Path| match preflight(p) {
-            Err(Error::Launch { code, .. }) => code,
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(code(&script), exit::NOT_EXECUTABLE);
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(code(&script), exit::NOT_FOUND);
-        std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
-        assert!(preflight(&script).is_ok());
-        assert_eq!(code(dir.path()), exit::NOT_EXECUTABLE);
-    }
 }

@@ -1,16 +1,189 @@
-//! Signals and the agent's exit as one stream of events for the launcher's main loop.
+//! Signals and the agent's exit as one stream of events for the launcher's main loop, and
+//! what the launcher does with every signal it can catch ([`TABLE`]).
 //!
 //! signal-hook turns signals into values on a thread (never logic in async-signal context,
 //! `launcher-store.md` §B2 rule 3), with their origin: a keyboard signal comes from the kernel
 //! (the terminal driver), a `kill` from a process. A waiter thread adds the agent's exit. The
-//! handlers stay installed until the launcher exits, so a signal that arrives while the
-//! after-record is written does not kill the launcher half-way: the record is written on every
-//! path the launcher can catch.
+//! handlers are installed before the run record is written and stay installed until the
+//! launcher exits, so no catchable signal can kill the launcher with the user's terminal in
+//! raw mode or the run half-recorded: each one is either sent on to the agent (whose exit
+//! then ends the run, recorded as it happened), or handled, or left with a default action that
+//! neither ends the launcher nor touches the terminal (see [`TABLE`] for each).
+//!
+//! The signals that report a fault (SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV,
+//! SIGSYS) cannot go through signal-hook (a handler that returns from a real fault runs the
+//! faulting instruction again). [`install_fault_handlers`] gives them a small handler of
+//! their own: one that a process sent with `kill` is passed on to the agent like any other;
+//! a real fault (or the launcher's own `abort`) puts the terminal's settings back and lets the
+//! signal kill the launcher (the next command marks the run abandoned).
 
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
 use crate::error::{Error, exit};
+
+/// What the launcher does with a signal while the agent runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Sent on to the agent: in a pseudo-terminal to its process group (it leads its own
+    /// session, nothing else would reach it), with inherited stdio to the agent when a process
+    /// sent it (what the kernel raises there, keys and hang-ups, already reached the agent's
+    /// process group). With `ends`, the agent gets [`super::pty::GRACE`] to exit afterwards,
+    /// then SIGKILL (pseudo-terminal only).
+    Forward {
+        /// The signal asks the program to end: a pseudo-terminal agent that outlives it by
+        /// the grace period is killed.
+        ends: bool,
+    },
+    /// Sent on like [`Action::Forward`] when a process sent it; when the kernel raised it, it
+    /// is about the launcher's own doing (a write to a closed pipe, its own file-size or CPU
+    /// limit) and is dropped: the failing call reports the error instead.
+    ForwardSent,
+    /// The window changed size: the pseudo-terminal is resized (the kernel then tells the
+    /// agent).
+    Resize,
+    /// The launcher was continued (`fg`, `kill -CONT`): its terminal goes back to raw mode,
+    /// as the shell may have reset it while the launcher was stopped.
+    Continue,
+    /// Suspend the run: the agent is stopped, the user's terminal is given back and the
+    /// launcher stops too; `fg` resumes both.
+    Suspend,
+    /// Not caught: the default action, which neither ends the launcher nor leaves the
+    /// terminal changed (ignored, or a stop the shell handles as job control).
+    Default,
+    /// A fault: see [`install_fault_handlers`].
+    Fault,
+}
+
+/// One row of [`TABLE`]: a signal and what the launcher does with it in a pseudo-terminal
+/// run and in a run with inherited stdio.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    /// The signal number on this platform.
+    pub signal: i32,
+    /// Its name, `SIGHUP` and so on.
+    pub name: &'static str,
+    /// In a pseudo-terminal run.
+    pub pty: Action,
+    /// With inherited stdio (`--no-pty`, or no terminal).
+    pub plain: Action,
+}
+
+#[cfg(unix)]
+const fn row(signal: i32, name: &'static str, pty: Action, plain: Action) -> Row {
+    Row {
+        signal,
+        name,
+        pty,
+        plain,
+    }
+}
+
+#[cfg(unix)]
+const FWD: Action = Action::Forward { ends: false };
+#[cfg(unix)]
+const END: Action = Action::Forward { ends: true };
+
+/// Every catchable signal but the realtime ones (see [`realtime`], all forwarded), and what
+/// the launcher does with it. Why:
+/// - HUP, INT, QUIT, TERM ask the program to end; USR1, USR2, ALRM, URG, VTALRM, PROF, IO,
+///   PWR and STKFLT are messages for it: all are the agent's to handle, as they would be
+///   without pas-agent (uv and dotenv-cli forward the same set, `launcher-store.md` §B1).
+/// - PIPE, XFSZ, XCPU from the kernel are about the launcher's own writes and limits.
+/// - CHLD is the launcher's own (the waiter reaps the agent); WINCH resizes the pty.
+/// - TSTP in a pseudo-terminal suspends the run cleanly; TTIN and TTOU keep their default
+///   (job control stops the launcher when it touches the terminal from the background;
+///   catching them would turn a `tcsetattr` from the background into a loop), and so do all
+///   three with inherited stdio, where the agent shares the launcher's job.
+/// - CONT re-enters raw mode after a stop that the launcher did not make itself.
+/// - The faults: see [`install_fault_handlers`].
+#[cfg(unix)]
+pub const TABLE: &[Row] = &[
+    row(libc::SIGHUP, "SIGHUP", END, Action::ForwardSent),
+    row(libc::SIGINT, "SIGINT", FWD, Action::ForwardSent),
+    row(libc::SIGQUIT, "SIGQUIT", END, Action::ForwardSent),
+    row(libc::SIGILL, "SIGILL", Action::Fault, Action::Fault),
+    row(libc::SIGTRAP, "SIGTRAP", Action::Fault, Action::Fault),
+    row(libc::SIGABRT, "SIGABRT", Action::Fault, Action::Fault),
+    row(libc::SIGBUS, "SIGBUS", Action::Fault, Action::Fault),
+    row(libc::SIGFPE, "SIGFPE", Action::Fault, Action::Fault),
+    row(libc::SIGUSR1, "SIGUSR1", FWD, Action::ForwardSent),
+    row(libc::SIGSEGV, "SIGSEGV", Action::Fault, Action::Fault),
+    row(libc::SIGUSR2, "SIGUSR2", FWD, Action::ForwardSent),
+    row(libc::SIGPIPE, "SIGPIPE", Action::ForwardSent, Action::ForwardSent),
+    row(libc::SIGALRM, "SIGALRM", FWD, Action::ForwardSent),
+    row(libc::SIGTERM, "SIGTERM", END, Action::ForwardSent),
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    row(libc::SIGSTKFLT, "SIGSTKFLT", FWD, Action::ForwardSent),
+    row(libc::SIGCHLD, "SIGCHLD", Action::Default, Action::Default),
+    row(libc::SIGCONT, "SIGCONT", Action::Continue, Action::Default),
+    row(libc::SIGTSTP, "SIGTSTP", Action::Suspend, Action::Default),
+    row(libc::SIGTTIN, "SIGTTIN", Action::Default, Action::Default),
+    row(libc::SIGTTOU, "SIGTTOU", Action::Default, Action::Default),
+    row(libc::SIGURG, "SIGURG", FWD, Action::ForwardSent),
+    row(libc::SIGXCPU, "SIGXCPU", Action::ForwardSent, Action::ForwardSent),
+    row(libc::SIGXFSZ, "SIGXFSZ", Action::ForwardSent, Action::ForwardSent),
+    row(libc::SIGVTALRM, "SIGVTALRM", FWD, Action::ForwardSent),
+    row(libc::SIGPROF, "SIGPROF", FWD, Action::ForwardSent),
+    row(libc::SIGWINCH, "SIGWINCH", Action::Resize, Action::Default),
+    row(libc::SIGIO, "SIGIO", FWD, Action::ForwardSent),
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    row(libc::SIGPWR, "SIGPWR", FWD, Action::ForwardSent),
+    row(libc::SIGSYS, "SIGSYS", Action::Fault, Action::Fault),
+];
+
+/// The realtime signals (`SIGRTMIN` to `SIGRTMAX`, 34 to 64 on Linux with glibc): messages
+/// for the program, forwarded like SIGUSR1.
+#[cfg(target_os = "linux")]
+pub fn realtime() -> std::ops::RangeInclusive<i32> {
+    libc::SIGRTMIN()..=libc::SIGRTMAX()
+}
+
+/// No realtime signals outside Linux.
+#[cfg(all(unix, not(target_os = "linux")))]
+pub fn realtime() -> std::ops::RangeInclusive<i32> {
+    1..=0
+}
+
+/// What the launcher does with `signal` in a pseudo-terminal run (`pty`) or with inherited
+/// stdio.
+#[cfg(unix)]
+pub fn action(signal: i32, pty: bool) -> Action {
+    match TABLE.iter().find(|r| r.signal == signal) {
+        Some(r) if pty => r.pty,
+        Some(r) => r.plain,
+        None if realtime().contains(&signal) => {
+            if pty {
+                FWD
+            } else {
+                Action::ForwardSent
+            }
+        }
+        None => Action::Default,
+    }
+}
+
+/// The signals the event stream catches in a run of this kind: every one whose action is not
+/// [`Action::Default`] or [`Action::Fault`].
+#[cfg(unix)]
+pub fn caught(pty: bool) -> Vec<i32> {
+    TABLE
+        .iter()
+        .map(|r| r.signal)
+        .chain(realtime())
+        .filter(|s| !matches!(action(*s, pty), Action::Default | Action::Fault))
+        .collect()
+}
+
+/// Where a forwarded signal goes, for the fault handler: the agent's pid, or minus its
+/// process group; 0 before the agent started.
+static AGENT_TARGET: AtomicI32 = AtomicI32::new(0);
+
+/// Tells the fault handler where the agent is (`target` as for [`send`]).
+pub fn set_agent_target(target: i32) {
+    AGENT_TARGET.store(target, Ordering::SeqCst);
+}
 
 /// Something the main loop reacts to.
 #[derive(Debug)]
@@ -86,6 +259,11 @@ impl Watch {
         Ok(Watch { tx, rx })
     }
 
+    /// The next event if one is waiting, without blocking.
+    pub fn try_next(&self) -> Option<Event> {
+        self.rx.try_recv().ok()
+    }
+
     /// A sender for other event sources (the waiter thread).
     pub fn sender(&self) -> Sender<Event> {
         self.tx.clone()
@@ -104,6 +282,77 @@ impl Drop for Watch {
     fn drop(&mut self) {
         #[cfg(unix)]
         self.handle.close();
+    }
+}
+
+/// While the run is recorded (the agent has exited): what the user types at the terminal no
+/// longer stops the launcher or the git processes it starts. Ctrl-C, Ctrl-\\, Ctrl-Z, the
+/// background stops and a hang-up are ignored from here on, by the launcher and, since an
+/// ignored signal stays ignored across `exec`, by its children; a SIGTERM or any other caught
+/// signal is taken by the handlers and changes nothing. Only SIGKILL cuts the record short
+/// (the next command then marks the run abandoned, with what git still knows).
+#[cfg(unix)]
+pub fn shield_recording() {
+    for s in [
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGTSTP,
+        libc::SIGTTIN,
+        libc::SIGTTOU,
+        libc::SIGHUP,
+    ] {
+        // SAFETY: signal(2) with SIG_IGN has no memory-safety preconditions.
+        unsafe {
+            libc::signal(s, libc::SIG_IGN);
+        }
+    }
+}
+
+/// Nothing to shield without Unix signals.
+#[cfg(not(unix))]
+pub fn shield_recording() {}
+
+/// Installs the handler for the fault signals ([`Action::Fault`] in [`TABLE`]): SIGILL,
+/// SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS. One that another process sent
+/// (`kill -SEGV <launcher>`) is passed on to the agent once it runs ([`set_agent_target`]),
+/// like SIGUSR1; a real fault, the launcher's own `abort`, or one sent before the agent
+/// started puts the terminal's settings back ([`super::terminal`]) and then kills the
+/// launcher with the default action.
+#[cfg(unix)]
+pub fn install_fault_handlers() {
+    for r in TABLE.iter().filter(|r| r.pty == Action::Fault) {
+        // SAFETY: a zeroed sigaction with a valid handler, SA_SIGINFO (three arguments) and
+        // SA_ONSTACK (std's alternate stack, so a stack overflow still reaches the handler).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_fault as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(r.signal, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The fault handler: only async-signal-safe calls (getpid, kill, tcsetattr, signal, raise).
+#[cfg(unix)]
+extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo with SA_SIGINFO; the calls below are
+    // async-signal-safe.
+    unsafe {
+        let code = (*info).si_code;
+        let sender = (*info).si_pid();
+        #[cfg(target_os = "linux")]
+        let sent = code <= 0; // SI_USER, SI_QUEUE, SI_TKILL: a process, not the CPU
+        #[cfg(not(target_os = "linux"))]
+        let sent = code <= 0 || code == 0x10001; // SI_USER on the BSDs and macOS
+        let target = AGENT_TARGET.load(Ordering::SeqCst);
+        if sent && sender != libc::getpid() && target != 0 && target != -1 {
+            libc::kill(target, signal);
+            return;
+        }
+        super::terminal::restore_in_signal_handler();
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
     }
 }
 

@@ -9,7 +9,10 @@
 //! turned into events, so the main loop returns and drops the guard. Only SIGKILL escapes, and
 //! then the shell's own reset is the remedy.
 
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, Once};
 
 use rustix::termios::{self, OptionalActions, Termios};
@@ -17,6 +20,49 @@ use rustix::termios::{self, OptionalActions, Termios};
 /// The terminal settings to put back, for the panic hook.
 static SAVED: Mutex<Option<(RawFd, Termios)>> = Mutex::new(None);
 static HOOK: Once = Once::new();
+
+/// The same settings for a signal handler, which may take no lock: written only while
+/// `ready` is false.
+struct SignalCopy {
+    ready: AtomicBool,
+    fd: AtomicI32,
+    termios: UnsafeCell<MaybeUninit<libc::termios>>,
+}
+
+// SAFETY: `termios` is written only by `RawMode::enable`/`drop` (one guard at a time, on the
+// main thread) while `ready` is false, and read only while `ready` is true.
+unsafe impl Sync for SignalCopy {}
+
+static SIGNAL_COPY: SignalCopy = SignalCopy {
+    ready: AtomicBool::new(false),
+    fd: AtomicI32::new(-1),
+    termios: UnsafeCell::new(MaybeUninit::uninit()),
+};
+
+/// Puts the terminal's saved settings back from a signal handler (tcsetattr is
+/// async-signal-safe); nothing when raw mode is not on.
+pub fn restore_in_signal_handler() {
+    if SIGNAL_COPY.ready.load(Ordering::SeqCst) {
+        let fd = SIGNAL_COPY.fd.load(Ordering::SeqCst);
+        // SAFETY: `ready` says the copy was fully written (see `SignalCopy`).
+        unsafe {
+            libc::tcsetattr(fd, libc::TCSANOW, (*SIGNAL_COPY.termios.get()).as_ptr());
+        }
+    }
+}
+
+fn keep_signal_copy(fd: RawFd) {
+    SIGNAL_COPY.ready.store(false, Ordering::SeqCst);
+    // SAFETY: `ready` is false, so no handler reads the copy while it is written; tcgetattr
+    // fills the termios it is given.
+    unsafe {
+        let slot = &mut *SIGNAL_COPY.termios.get();
+        if libc::tcgetattr(fd, slot.as_mut_ptr()) == 0 {
+            SIGNAL_COPY.fd.store(fd, Ordering::SeqCst);
+            SIGNAL_COPY.ready.store(true, Ordering::SeqCst);
+        }
+    }
+}
 
 /// A window size in character cells (and pixels, when the terminal reports them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +103,7 @@ pub fn size(fd: BorrowedFd<'_>) -> Option<Size> {
 pub struct RawMode {
     fd: RawFd,
     saved: Termios,
+    raw: Termios,
 }
 
 impl RawMode {
@@ -72,11 +119,20 @@ impl RawMode {
         if let Ok(mut slot) = SAVED.lock() {
             *slot = Some((raw_fd(fd), saved.clone()));
         }
+        keep_signal_copy(raw_fd(fd));
         termios::tcsetattr(fd, OptionalActions::Now, &raw)?;
         Ok(RawMode {
             fd: raw_fd(fd),
             saved,
+            raw,
         })
+    }
+
+    /// Applies raw mode again (after a stop, the shell may have put its own settings back).
+    pub fn reapply(&self) {
+        // SAFETY: as in `restore`.
+        let fd = unsafe { BorrowedFd::borrow_raw(self.fd) };
+        let _ = termios::tcsetattr(fd, OptionalActions::Now, &self.raw);
     }
 }
 
@@ -93,6 +149,7 @@ fn restore(fd: RawFd, saved: &Termios) {
 
 impl Drop for RawMode {
     fn drop(&mut self) {
+        SIGNAL_COPY.ready.store(false, Ordering::SeqCst);
         restore(self.fd, &self.saved);
         if let Ok(mut slot) = SAVED.lock() {
             *slot = None;
