@@ -110,6 +110,21 @@ impl Project {
         }
     }
 
+    /// Checks that what stands at the session path is a regular file (or a link to one) or
+    /// nothing, without opening it.
+    ///
+    /// Errors: [`Error::Damaged`] naming the file and what it is instead (a directory, FIFO,
+    /// socket, dangling link, or a `.pas-agent` that is not a directory).
+    pub fn check_session_file(&self) -> Result<()> {
+        match self.not_a_session_file() {
+            Some(problem) => Err(Error::Damaged {
+                path: self.session_path(),
+                problem,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Why what stands at the session path (or the state directory) cannot be a session file,
     /// or `None` when it is a regular file, a link to one, or absent.
     fn not_a_session_file(&self) -> Option<String> {

@@ -14,4 +14,5 @@ mod launcher;
 mod launcher_support;
 mod mock_model;
 mod run;
+mod safety_fs;
 mod store;
