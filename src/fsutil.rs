@@ -65,7 +65,9 @@ pub enum WriteError {
         target: Option<PathBuf>,
     },
     /// The replaced file's owner or group could not be kept.
-    #[error("the file belongs to uid {uid} gid {gid}, and replacing it would change that ({reason}); run the command as that user, or change the file's owner first")]
+    #[error(
+        "the file belongs to uid {uid} gid {gid}, and replacing it would change that ({reason}); run the command as that user, or change the file's owner first"
+    )]
     Owner {
         /// The existing file's owner.
         uid: u32,
@@ -94,7 +96,10 @@ impl WriteError {
     /// Whether this is a refusal about *where* the path leads (outside the root, through a
     /// link): those are exit code 6 in every command.
     pub fn is_location(&self) -> bool {
-        matches!(self, WriteError::Outside { .. } | WriteError::Symlink { .. })
+        matches!(
+            self,
+            WriteError::Outside { .. } | WriteError::Symlink { .. }
+        )
     }
 }
 
@@ -647,6 +652,13 @@ fn adopt_owner_path(_path: &Path, _dir: &Metadata) -> io::Result<()> {
 /// exists: then any such file belongs to a writer that is gone. Returns how many were removed;
 /// errors are ignored (a temp file left is harmless).
 pub fn remove_stale_temps(dir: &Path) -> usize {
+    remove_stale_temps_of(dir, None)
+}
+
+/// [`remove_stale_temps`], limited to the temp files of the files named in `names` when given
+/// (for a directory that also holds other people's files, such as the session root with its
+/// context files). The same rule applies: call it only under the lock every writer holds.
+pub fn remove_stale_temps_of(dir: &Path, names: Option<&[&str]>) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
@@ -657,9 +669,15 @@ pub fn remove_stale_temps(dir: &Path) -> usize {
         if !is_temp_name(name) {
             continue;
         }
-        // Not through links, and never a directory.
-        if entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok()
+        if let Some(names) = names
+            && !names
+                .iter()
+                .any(|n| name.starts_with(&format!(".{n}.")) && name.len() == n.len() + 12)
         {
+            continue;
+        }
+        // Not through links, and never a directory.
+        if entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok() {
             removed += 1;
         }
     }
@@ -668,10 +686,7 @@ pub fn remove_stale_temps(dir: &Path) -> usize {
 
 /// `.NAME.XXXXXX.tmp`, as [`WriteGuard::write`] names its temp files.
 fn is_temp_name(name: &str) -> bool {
-    let Some(stem) = name
-        .strip_prefix('.')
-        .and_then(|n| n.strip_suffix(".tmp"))
-    else {
+    let Some(stem) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
         return false;
     };
     match stem.rsplit_once('.') {
@@ -790,8 +805,13 @@ mod tests {
         fs::write(&real, "old").unwrap();
         fs::set_permissions(&real, fs::Permissions::from_mode(0o640)).unwrap();
         std::os::unix::fs::symlink("AGENTS.md", g.root().join("CLAUDE.md")).unwrap();
-        g.write(&g.root().join("CLAUDE.md"), b"new", Named::ByUs, Links::Replace)
-            .unwrap();
+        g.write(
+            &g.root().join("CLAUDE.md"),
+            b"new",
+            Named::ByUs,
+            Links::Replace,
+        )
+        .unwrap();
         assert!(
             fs::symlink_metadata(g.root().join("CLAUDE.md"))
                 .unwrap()
@@ -860,8 +880,13 @@ mod tests {
         assert!(!outside.join("new.md").exists());
         assert!(!outside.join("x.md").exists());
         // The user typing the outside path itself is allowed.
-        g.write(&outside.join("mine.md"), b"ok", Named::ByUser, Links::Replace)
-            .unwrap();
+        g.write(
+            &outside.join("mine.md"),
+            b"ok",
+            Named::ByUser,
+            Links::Replace,
+        )
+        .unwrap();
         assert!(matches!(
             g.write(&outside.join("ours.md"), b"no", Named::ByUs, Links::Replace),
             Err(WriteError::Outside { .. })
@@ -897,7 +922,10 @@ mod tests {
         ));
         let (_, created) = g.open_lock(&g.root().join("victim")).unwrap();
         assert!(!created);
-        assert_eq!(fs::read_to_string(tmp.path().join("victim")).unwrap(), "data");
+        assert_eq!(
+            fs::read_to_string(tmp.path().join("victim")).unwrap(),
+            "data"
+        );
         let (_, created) = g.open_lock(&g.root().join("new.lock")).unwrap();
         assert!(created);
     }

@@ -140,9 +140,13 @@ pub fn write(
         problem,
     };
     // Where the file may be written is decided by the one guard, before anything is read.
-    let guard = WriteGuard::new(&target.root)
-        .map_err(|e| unsafe_(format!("cannot resolve the session root ({e}); nothing was written")))?;
-    let refused = |e: WriteError| match e {
+    let guard = WriteGuard::new(&target.root).map_err(|e| {
+        unsafe_(format!(
+            "cannot resolve the session root ({e}); nothing was written"
+        ))
+    })?;
+    let refused = |e: WriteError| {
+        match e {
         WriteError::Outside { ref real, .. } => unsafe_(format!(
             "{e}; nothing was written\n  hint: to write to that file anyway, name it yourself: `pas-agent export --to {} -o {}`",
             target.agent.id,
@@ -154,6 +158,7 @@ pub fn write(
         WriteError::NotAFile(kind) => unsafe_(format!("it is {kind}, not a regular file; nothing was written")),
         WriteError::Io(e) => unsafe_(format!("cannot write the file ({e}); it was left as it was")),
         other => unsafe_(format!("{other}; nothing was written")),
+    }
     };
     guard.check(&target.path, target.named).map_err(refused)?;
     let existing = match fsutil::read_limited(&target.path, MAX_CONTEXT_FILE_BYTES) {

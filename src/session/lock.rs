@@ -54,7 +54,8 @@ pub fn timeout() -> Duration {
 /// Takes the exclusive lock on `<state_dir>/session.lock`, creating the directory, the lock
 /// file and (if missing) `.gitignore` first, all through the [`WriteGuard`] of the session
 /// root (`state_dir`'s parent). Waits up to [`timeout`], polling with a short backoff;
-/// contention is a wait, not an error. Once held, stale temp files in `state_dir` are removed.
+/// contention is a wait, not an error. Once held, stale temp files in `state_dir` (and those of
+/// the agents' context files in the root) are removed.
 ///
 /// Errors: [`Error::Locked`] after the timeout; [`Error::Refused`] when the state directory or
 /// the lock file leads outside the root or the lock file is a link; [`Error::Io`] if the
@@ -78,6 +79,12 @@ pub fn acquire_within(state_dir: &Path, limit: Duration) -> Result<LockGuard> {
     let lock = lock_file(&guard, &state_dir.join(LOCK_FILE), limit)?;
     if lock.held {
         fsutil::remove_stale_temps(&real);
+        // Exports of the agents' context files at the root also run under this lock.
+        let names: Vec<&str> = crate::agents::AGENTS
+            .iter()
+            .map(|a| a.context_file)
+            .collect();
+        fsutil::remove_stale_temps_of(guard.root(), Some(&names));
     }
     Ok(lock)
 }
@@ -103,17 +110,15 @@ pub fn acquire_file(path: &Path) -> Result<LockGuard> {
 
 fn lock_file(guard: &WriteGuard, path: &Path, limit: Duration) -> Result<LockGuard> {
     let path = path.to_path_buf();
-    let (mut file, _created) = guard
-        .open_lock(&path)
-        .map_err(|e| match e {
-            fsutil::WriteError::NotAFile(kind) => Error::Refused {
-                path: path.clone(),
-                problem: format!(
-                    "the lock file is {kind}, not a regular file; nothing was written (remove it)"
-                ),
-            },
-            e => Error::write(&path, e),
-        })?;
+    let (mut file, _created) = guard.open_lock(&path).map_err(|e| match e {
+        fsutil::WriteError::NotAFile(kind) => Error::Refused {
+            path: path.clone(),
+            problem: format!(
+                "the lock file is {kind}, not a regular file; nothing was written (remove it)"
+            ),
+        },
+        e => Error::write(&path, e),
+    })?;
     let start = Instant::now();
     let mut pause = Duration::from_millis(2);
     let mut held = true;

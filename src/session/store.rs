@@ -104,7 +104,9 @@ impl Project {
             }),
             Err(ReadError::NotAFile(kind)) => Err(Error::Damaged {
                 path,
-                problem: format!("this is {kind}, not a session file; remove it or put the session file back"),
+                problem: format!(
+                    "this is {kind}, not a session file; remove it or put the session file back"
+                ),
             }),
             Err(ReadError::Io(e)) => Err(Error::io(path, e)),
         }
@@ -143,10 +145,7 @@ impl Project {
                         link(&state)
                     )
                 } else {
-                    format!(
-                        "{STATE_DIR} is {}, not a directory",
-                        fsutil::kind_of(&meta)
-                    )
+                    format!("{STATE_DIR} is {}, not a directory", fsutil::kind_of(&meta))
                 });
             }
             Ok(_) => {}

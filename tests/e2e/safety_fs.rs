@@ -58,11 +58,20 @@ fn a_session_lock_linked_outside_is_never_written() {
         for args in writers() {
             let err = sb.fails(&args, 6);
             assert!(err.contains("session.lock"), "{args:?}: {err}");
-            assert_eq!(std::fs::read_to_string(&victim).unwrap(), BASHRC, "{args:?}");
+            assert_eq!(
+                std::fs::read_to_string(&victim).unwrap(),
+                BASHRC,
+                "{args:?}"
+            );
         }
         // Readers still work.
         sb.ok(&["status"]);
-        assert!(std::fs::symlink_metadata(&lock).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&lock)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 }
 
@@ -73,7 +82,10 @@ fn a_lock_file_with_content_or_a_hard_link_is_never_truncated() {
     std::fs::remove_file(&lock).unwrap();
     sb.write(".pas-agent/session.lock", "committed notes, keep me\n");
     sb.ok(&["update", "--next", "a"]);
-    assert_eq!(sb.read(".pas-agent/session.lock"), "committed notes, keep me\n");
+    assert_eq!(
+        sb.read(".pas-agent/session.lock"),
+        "committed notes, keep me\n"
+    );
 
     // A hard link to a file outside (a tarball can carry one).
     let victim = outside_file(&sb, "profile", BASHRC);
@@ -87,7 +99,12 @@ fn a_lock_file_with_content_or_a_hard_link_is_never_truncated() {
     std::fs::remove_file(&lock).unwrap();
     sb.write(".pas-agent/session.lock", "12\n");
     sb.ok(&["update", "--next", "c"]);
-    assert!(sb.read(".pas-agent/session.lock").trim().parse::<u32>().is_ok());
+    assert!(
+        sb.read(".pas-agent/session.lock")
+            .trim()
+            .parse::<u32>()
+            .is_ok()
+    );
 }
 
 #[test]
@@ -162,14 +179,17 @@ fn a_runs_directory_linked_outside_gets_no_capture() {
     };
     let mut cmd = std::process::Command::new(script);
     cmd.args(["-qec"])
-        .arg(format!("{} run -- echo captured-text", crate::common::bin().display()))
+        .arg(format!(
+            "{} run -- echo captured-text",
+            crate::common::bin().display()
+        ))
         .arg("/dev/null");
     copy_env(&sb, &mut cmd);
     let out = cmd.current_dir(&sb.work).output().unwrap();
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("captured-text"), "{}", stdout(&out));
     assert!(stdout(&out).contains("not captured"), "{}", stdout(&out));
-    assert_eq!(std::fs::read_dir(&out_dir(&sb)).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(out_dir(&sb)).unwrap().count(), 0);
 }
 
 fn out_dir(sb: &Sandbox) -> PathBuf {
@@ -199,7 +219,10 @@ fn a_context_file_linked_outside_is_refused_by_export() {
     // Naming the link with -o does not make it explicit.
     sb.fails(&["export", "--to", "claude", "-o", "CLAUDE.md"], 6);
     let abs = sb.path("CLAUDE.md");
-    sb.fails(&["export", "--to", "claude", "-o", abs.to_str().unwrap()], 6);
+    sb.fails(
+        &["export", "--to", "claude", "-o", abs.to_str().unwrap()],
+        6,
+    );
     assert_eq!(std::fs::read_to_string(&keys).unwrap(), KEYS);
     // Nor does a relative link, a chain, or a link in the path's parents.
     std::fs::remove_file(sb.path("CLAUDE.md")).unwrap();
@@ -210,7 +233,10 @@ fn a_context_file_linked_outside_is_refused_by_export() {
     assert_eq!(std::fs::read_to_string(&keys).unwrap(), KEYS);
     symlink(keys.parent().unwrap(), sb.path("docs")).unwrap();
     sb.fails(&["export", "--to", "claude", "-o", "docs/x.md"], 6);
-    sb.fails(&["export", "--to", "claude", "-o", "docs/../outside/y.md"], 6);
+    sb.fails(
+        &["export", "--to", "claude", "-o", "docs/../outside/y.md"],
+        6,
+    );
     std::fs::create_dir(sb.path("sub")).unwrap();
     sb.fails(&["export", "--to", "claude", "-o", "sub/../docs/z.md"], 6);
     symlink("../outside/new.md", sb.path("CLAUDE.md")).unwrap();
@@ -224,7 +250,11 @@ fn a_context_file_linked_outside_is_refused_by_export() {
     // The user naming the real outside file is asking for it.
     let mine = keys.parent().unwrap().join("notes.md");
     sb.ok(&["export", "--to", "claude", "-o", mine.to_str().unwrap()]);
-    assert!(std::fs::read_to_string(&mine).unwrap().contains("pas-agent"));
+    assert!(
+        std::fs::read_to_string(&mine)
+            .unwrap()
+            .contains("pas-agent")
+    );
 }
 
 #[test]
@@ -236,7 +266,11 @@ fn run_and_the_hooked_claude_leave_a_linked_outside_context_file_alone() {
     let out = sb.run(&["run", "--no-pty", "claude"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("agent-ran"));
-    assert!(stderr(&out).contains(&keys.display().to_string()), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&keys.display().to_string()),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(std::fs::read_to_string(&keys).unwrap(), KEYS);
 
     if which::which("bash").is_ok() {
@@ -258,9 +292,17 @@ fn links_inside_the_root_keep_working() {
     sb.write("CLAUDE.md", "# Mine\n");
     symlink("CLAUDE.md", sb.path("AGENTS.md")).unwrap();
     sb.ok(&["export", "--to", "codex"]);
-    assert!(std::fs::symlink_metadata(sb.path("AGENTS.md")).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(sb.path("AGENTS.md"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     let text = sb.read("CLAUDE.md");
-    assert!(text.starts_with("# Mine\n") && text.contains("Build the thing"), "{text}");
+    assert!(
+        text.starts_with("# Mine\n") && text.contains("Build the thing"),
+        "{text}"
+    );
     // A link into a subdirectory, and the state directory as a link inside the root.
     std::fs::create_dir(sb.path("ctx")).unwrap();
     symlink("ctx/GEMINI.md", sb.path("GEMINI.md")).unwrap();
@@ -282,7 +324,14 @@ fn stale_temp_files_are_removed_under_the_lock() {
     for s in stale {
         sb.write(s, "{ half a session");
     }
-    let keep = [".pas-agent/notes.tmp", ".pas-agent/.session.json.tmp", "x.tmp"];
+    sb.write(".CLAUDE.md.Ab12Cd.tmp", "half a context file");
+    let keep = [
+        ".pas-agent/notes.tmp",
+        ".pas-agent/.session.json.tmp",
+        "x.tmp",
+        ".editor.Ab12Cd.tmp",
+        ".CLAUDE.md.Ab12Cd.bak",
+    ];
     for k in keep {
         sb.write(k, "mine");
     }
@@ -293,6 +342,7 @@ fn stale_temp_files_are_removed_under_the_lock() {
     for k in keep {
         assert_eq!(sb.read(k), "mine");
     }
+    assert!(!sb.path(".CLAUDE.md.Ab12Cd.tmp").exists());
 
     // Writers killed mid-save, for real: each leaves its temp file only if killed between
     // creating and renaming it; whatever they left is gone after the next write.
@@ -313,7 +363,9 @@ fn stale_temp_files_are_removed_under_the_lock() {
     let temps: Vec<_> = std::fs::read_dir(sb.path(".pas-agent"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".tmp") && n.starts_with(".session.json.") && n != ".session.json.tmp")
+        .filter(|n| {
+            n.ends_with(".tmp") && n.starts_with(".session.json.") && n != ".session.json.tmp"
+        })
         .collect();
     assert!(temps.is_empty(), "{temps:?}");
 
@@ -356,7 +408,12 @@ fn root_keeps_owners_and_gives_new_files_to_the_directory_owner() {
     }
     std::fs::remove_file(sb.path(".pas-agent/.gitignore")).unwrap();
     sb.ok(&["update", "--next", "again"]);
-    assert_eq!(std::fs::metadata(sb.path(".pas-agent/.gitignore")).unwrap().uid(), 12346);
+    assert_eq!(
+        std::fs::metadata(sb.path(".pas-agent/.gitignore"))
+            .unwrap()
+            .uid(),
+        12346
+    );
 }
 
 #[test]
@@ -379,7 +436,10 @@ fn a_read_only_directory_is_respected_as_root_too() {
     let before = sb.bytes(".pas-agent/session.json");
     set(&state, 0o555);
     let err = sb.fails(&["update", "--next", "x"], 1);
-    assert!(err.contains("read-only") && err.contains(".pas-agent"), "{err}");
+    assert!(
+        err.contains("read-only") && err.contains(".pas-agent"),
+        "{err}"
+    );
     set(&state, 0o755);
     assert_eq!(sb.bytes(".pas-agent/session.json"), before);
 
@@ -399,7 +459,8 @@ fn bounded(sb: &Sandbox, dir: &str, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn special_files_where_the_session_should_be_are_reported_by_name() {
-    let kinds: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+    type Make = Box<dyn Fn(&Path)>;
+    let kinds: Vec<(&str, Make)> = vec![
         (
             "FIFO",
             Box::new(|p: &Path| {
@@ -408,7 +469,10 @@ fn special_files_where_the_session_should_be_are_reported_by_name() {
                 assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
             }),
         ),
-        ("directory", Box::new(|p: &Path| std::fs::create_dir(p).unwrap())),
+        (
+            "directory",
+            Box::new(|p: &Path| std::fs::create_dir(p).unwrap()),
+        ),
         (
             "dangling",
             Box::new(|p: &Path| symlink("gone.json", p).unwrap()),
@@ -435,7 +499,12 @@ fn special_files_where_the_session_should_be_are_reported_by_name() {
             vec!["show", "1"],
         ] {
             let out = bounded(&sb, "child", &args);
-            assert_eq!(out.status.code(), Some(5), "{what} {args:?}: {}", stderr(&out));
+            assert_eq!(
+                out.status.code(),
+                Some(5),
+                "{what} {args:?}: {}",
+                stderr(&out)
+            );
             assert!(
                 stderr(&out).contains(&bad.display().to_string()),
                 "{what} {args:?}: {}",
@@ -455,7 +524,11 @@ fn special_files_where_the_session_should_be_are_reported_by_name() {
         make(&bad);
         let out = bounded(&sb, "", &["init", "--task", "t"]);
         assert_eq!(out.status.code(), Some(5), "{what} init: {}", stderr(&out));
-        assert!(stderr(&out).contains(&bad.display().to_string()), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&bad.display().to_string()),
+            "{}",
+            stderr(&out)
+        );
         assert!(!bad.is_file());
     }
 }
@@ -483,7 +556,10 @@ fn hard_linked_context_files_stay_linked() {
     sb.ok(&["export", "--to", "codex"]);
     assert_eq!(ino("CLAUDE.md"), ino("AGENTS.md"));
     let text = sb.read("AGENTS.md");
-    assert!(text.starts_with("# Shared notes\n") && text.contains("second"), "{text}");
+    assert!(
+        text.starts_with("# Shared notes\n") && text.contains("second"),
+        "{text}"
+    );
     assert_eq!(text.matches("<!-- pas-agent:start").count(), 1, "{text}");
     let leftovers: Vec<_> = std::fs::read_dir(&sb.work)
         .unwrap()
@@ -503,7 +579,11 @@ fn hard_linked_context_files_stay_linked() {
 
 #[test]
 fn an_empty_or_half_written_registry_reads_as_empty() {
-    for content in ["", "\n", "{\"schema_version\": 1, \"runs\": [{\"run_id\": \"12"] {
+    for content in [
+        "",
+        "\n",
+        "{\"schema_version\": 1, \"runs\": [{\"run_id\": \"12",
+    ] {
         let sb = Sandbox::with_session();
         let reg = sb.home.join(".local/state/pas-agent");
         std::fs::create_dir_all(&reg).unwrap();
@@ -513,6 +593,10 @@ fn an_empty_or_half_written_registry_reads_as_empty() {
         sb.ok(&["runs", "--all", "--json"]);
         let out = sb.run(&["run", "--no-pty", "--", "true"]);
         assert_eq!(out.status.code(), Some(0), "{content:?}: {}", stderr(&out));
-        assert!(!stderr(&out).contains("registry"), "{content:?}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("registry"),
+            "{content:?}: {}",
+            stderr(&out)
+        );
     }
 }
