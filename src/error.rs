@@ -19,7 +19,8 @@ pub mod exit {
     pub const LOCKED: i32 = 4;
     /// `session.json` is damaged, or from a newer schema version.
     pub const DAMAGED: i32 = 5;
-    /// The export target cannot be updated safely (markers, permissions).
+    /// The export target cannot be updated safely (markers, permissions), or a write would
+    /// leave the session root.
     pub const EXPORT_UNSAFE: i32 = 6;
     /// `run`: the launcher itself failed before or after the agent ran.
     pub const LAUNCHER_FAILED: i32 = 125;
@@ -103,6 +104,17 @@ pub enum Error {
         problem: String,
     },
 
+    /// A write that would leave the session root (through a committed symbolic link, a
+    /// symlinked `.pas-agent/`, …) or go through a link pas-agent never follows. Nothing was
+    /// written.
+    #[error("{}: {problem}", path.display())]
+    Refused {
+        /// The path pas-agent was about to write (as named, not resolved).
+        path: PathBuf,
+        /// Where it really leads and why that is refused, with a hint.
+        problem: String,
+    },
+
     /// Bad input the command line parser could not catch (an item number out of range,
     /// missing input with no terminal to ask on, …).
     #[error("{0}")]
@@ -153,7 +165,7 @@ impl Error {
             Error::NoSession { .. } => exit::NO_SESSION,
             Error::Locked { .. } => exit::LOCKED,
             Error::Damaged { .. } | Error::Unsupported { .. } => exit::DAMAGED,
-            Error::ExportUnsafe { .. } => exit::EXPORT_UNSAFE,
+            Error::ExportUnsafe { .. } | Error::Refused { .. } => exit::EXPORT_UNSAFE,
             Error::Usage(_) => exit::USAGE,
             Error::Launch { code, .. } => *code,
             Error::BrokenPipe => exit::OK,
@@ -162,6 +174,24 @@ impl Error {
             | Error::BadRoot { .. }
             | Error::TooLarge { .. }
             | Error::Io { .. } => exit::FAILURE,
+        }
+    }
+
+    /// The error for a failed write of pas-agent's own file `path` (the session, the lock, the
+    /// run registry): refusals about where the path leads become [`Error::Refused`] (exit 6),
+    /// the rest [`Error::Io`] with the reason.
+    pub fn write(path: impl Into<PathBuf>, e: crate::fsutil::WriteError) -> Self {
+        let path = path.into();
+        match e {
+            e if e.is_location() => Error::Refused {
+                path,
+                problem: format!("{e}; nothing was written"),
+            },
+            crate::fsutil::WriteError::Io(source) => Error::Io { path, source },
+            other => Error::Io {
+                path,
+                source: io::Error::other(other.to_string()),
+            },
         }
     }
 

@@ -21,6 +21,7 @@ pub fn run(args: InitArgs) -> Result<i32> {
             "--nested only applies outside git; inside a repository the session is at the top level of its work tree",
         );
     }
+    project.check_session_file()?;
     if project.has_session() {
         return Err(Error::SessionExists {
             path: project.session_path(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::agents::Agent;
 use crate::error::{Error, Result};
-use crate::fsutil::{self, ReadError, WriteError};
+use crate::fsutil::{self, Links, Named, ReadError, WriteError, WriteGuard};
 use crate::git::{Repo, WorkTree};
 use crate::session::Project;
 use crate::stale::{self, Stale};
@@ -28,6 +28,11 @@ pub struct Target {
     /// Whether this is the file the agent reads at startup: its context file at the project
     /// root (compared by full path, not by name as the original did).
     pub at_default: bool,
+    /// The session root: the path must resolve inside it unless the user named it.
+    pub root: PathBuf,
+    /// Who named the path: [`Named::ByUser`] for `-o PATH`, which may lie outside the root as
+    /// long as no link inside the root leads there.
+    pub named: Named,
 }
 
 impl Target {
@@ -45,6 +50,8 @@ impl Target {
                 agent,
                 path: default,
                 at_default: true,
+                root: project.root.clone(),
+                named: Named::ByUs,
             },
             Some(out) => {
                 let path = cwd.join(out);
@@ -53,6 +60,8 @@ impl Target {
                     agent,
                     path,
                     at_default,
+                    root: project.root.clone(),
+                    named: Named::ByUser,
                 }
             }
         }
@@ -116,9 +125,10 @@ pub fn content(
 /// Renders `session` and splices it into `target`. The caller holds the session lock.
 ///
 /// Errors: [`Error::ExportUnsafe`] when the file's markers do not form exactly one block (and
-/// `force` is off), the file is read-only, too large (or would be after the export), or cannot
-/// be read or written — in every
-/// case the file is left as it was.
+/// `force` is off), the file is read-only (or its directory is), too large (or would be after
+/// the export), not a regular file, resolves outside the session root through a link or (not
+/// named by the user) at all, or cannot be read or written — in every case the file is left as
+/// it was.
 pub fn write(
     session: &crate::session::Session,
     target: &Target,
@@ -131,6 +141,28 @@ pub fn write(
         path: target.path.clone(),
         problem,
     };
+    // Where the file may be written is decided by the one guard, before anything is read.
+    let guard = WriteGuard::new(&target.root).map_err(|e| {
+        unsafe_(format!(
+            "cannot resolve the session root ({e}); nothing was written"
+        ))
+    })?;
+    let refused = |e: WriteError| {
+        match e {
+        WriteError::Outside { ref real, .. } => unsafe_(format!(
+            "{e}; nothing was written\n  hint: to write to that file anyway, name it yourself: `pas-agent export --to {} -o {}`",
+            target.agent.id,
+            crate::term::clean(&real.to_string_lossy())
+        )),
+        WriteError::ReadOnly => unsafe_(
+            "the file is read-only; nothing was written (make it writable, or export elsewhere with -o)".into(),
+        ),
+        WriteError::NotAFile(kind) => unsafe_(format!("it is {kind}, not a regular file; nothing was written")),
+        WriteError::Io(e) => unsafe_(format!("cannot write the file ({e}); it was left as it was")),
+        other => unsafe_(format!("{other}; nothing was written")),
+    }
+    };
+    guard.check(&target.path, target.named).map_err(refused)?;
     let existing = match fsutil::read_limited(&target.path, MAX_CONTEXT_FILE_BYTES) {
         Ok(bytes) => bytes,
         Err(ReadError::TooLarge(size)) => {
@@ -139,10 +171,15 @@ pub fn write(
                 crate::limits::CONTEXT_FILE.read_refusal(size)
             )));
         }
-        Err(ReadError::Io(_)) if target.path.is_dir() => {
+        Err(ReadError::NotAFile("a directory")) => {
             return Err(unsafe_(
                 "is a directory; give the path of a file to write".into(),
             ));
+        }
+        Err(ReadError::NotAFile(kind)) => {
+            return Err(unsafe_(format!(
+                "it is {kind}, not a regular file; nothing was written"
+            )));
         }
         Err(ReadError::Io(e)) => {
             return Err(unsafe_(format!(
@@ -163,19 +200,24 @@ pub fn write(
     if existing.is_none()
         && let Some(parent) = target.path.parent()
     {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            unsafe_(format!(
-                "cannot create its directory ({e}); nothing was written"
-            ))
-        })?;
+        guard
+            .create_dir_all(parent, target.named, 0o777)
+            .map_err(|e| match e {
+                WriteError::Io(e) => unsafe_(format!(
+                    "cannot create its directory ({e}); nothing was written"
+                )),
+                e => refused(e),
+            })?;
     }
-    fsutil::write_atomic(&target.path, &bytes).map_err(|e| match e {
-        WriteError::ReadOnly => unsafe_(
-            "the file is read-only; nothing was written (make it writable, or export elsewhere with -o)".into(),
-        ),
-        WriteError::NotAFile => unsafe_("not a regular file; nothing was written".into()),
-        WriteError::Io(e) => unsafe_(format!("cannot write the file ({e}); it was left as it was")),
-    })?;
+    // Context files hard-linked to each other (CLAUDE.md and AGENTS.md) stay linked.
+    let peers: Vec<PathBuf> = crate::agents::AGENTS
+        .iter()
+        .map(|a| target.root.join(a.context_file))
+        .chain(std::iter::once(target.path.clone()))
+        .collect();
+    guard
+        .write(&target.path, &bytes, target.named, Links::KeepAmong(&peers))
+        .map_err(refused)?;
     Ok(Report {
         target: target.clone(),
         outcome,

@@ -8,9 +8,11 @@
 //! where it was cut. The directory is created 0700 and the files 0600 (captures can hold
 //! secrets the agent printed), and `.pas-agent/.gitignore` lists `runs/`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+
+use crate::fsutil::{Named, WriteError, WriteGuard};
 
 /// Environment variable: the capture limit in bytes.
 pub const LIMIT_ENV: &str = "PAS_AGENT_CAPTURE_LIMIT";
@@ -192,34 +194,27 @@ pub struct Capture {
     failed: bool,
 }
 
-fn create(path: &Path) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
-}
-
 impl Capture {
-    /// Creates the run's capture directory and both files under `root`.
+    /// Creates the run's capture directory and both files under `root`, through the session
+    /// root's [`WriteGuard`]: a `.pas-agent/` or `runs/` that leads outside the root is refused,
+    /// and the files are created new (`O_EXCL`, never through a link).
     ///
-    /// Errors: the directory or a file cannot be created.
+    /// Errors: the directory or a file cannot be created, or the guard refuses (the message
+    /// names the real target).
     pub fn create(root: &Path, run_id: &uuid::Uuid, limit: u64) -> std::io::Result<Capture> {
         let (ansi, txt) = paths(run_id);
         let ansi = root.join(ansi);
         let txt = root.join(txt);
         let dir: PathBuf = ansi.parent().map(Path::to_path_buf).unwrap_or_default();
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
-        builder.create(&dir)?;
+        let guard = WriteGuard::new(root)?;
+        let refused = |e: WriteError| match e {
+            WriteError::Io(e) => e,
+            e => std::io::Error::other(e.to_string()),
+        };
+        guard
+            .create_dir_all(&dir, Named::ByUs, 0o700)
+            .map_err(refused)?;
+        let create = |p: &Path| guard.create_new(p, 0o600).map_err(refused);
         Ok(Capture {
             ansi: BufWriter::with_capacity(64 * 1024, create(&ansi)?),
             text: BufWriter::with_capacity(64 * 1024, create(&txt)?),

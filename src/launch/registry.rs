@@ -7,8 +7,9 @@
 //! `~/.local/state/pas-agent` (the XDG base directory default for state). Files: `runs.json`
 //! (mode 0600, in a 0700 directory: it names projects and command lines) and `runs.lock`.
 //! Writes follow the session's rules: the exclusive OS lock on `runs.lock` for the whole
-//! read–modify–write, then the one atomic writer ([`crate::fsutil::write_atomic`]); reads take
-//! no lock.
+//! read–modify–write, then the one atomic writer ([`crate::fsutil::WriteGuard::write`], with the
+//! registry directory as its root); reads take no lock. Holding the lock, temp files left by
+//! killed writers are removed.
 //!
 //! Shape (`schema_version` 1; unknown fields are kept):
 //! `{"schema_version": 1, "runs": [{"run_id", "project", "session_id", "agent", "argv", "cwd",
@@ -16,8 +17,9 @@
 //! root, `session_id` the pas-agent session's id, the rest as in the run record (SPEC §5).
 //!
 //! The registry is a convenience: when it cannot be read or written the launcher warns and the
-//! run goes on (the session's own record is what counts). A damaged file is moved aside to
-//! `runs.json.damaged` and a new one started.
+//! run goes on (the session's own record is what counts). An empty or half-written file (a
+//! writer killed before the atomic writer existed, a full disk) reads as empty; a damaged one
+//! is moved aside to `runs.json.damaged` by the next write and a new one started.
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +29,7 @@ use uuid::Uuid;
 
 use super::process::{self, Liveness};
 use crate::error::{Error, Result};
+use crate::fsutil::{Links, Named, WriteError, WriteGuard};
 use crate::session::lock;
 use crate::session::model::{Extra, Run};
 
@@ -148,9 +151,10 @@ impl Registry {
         self.dir.join(FILE)
     }
 
-    /// The live runs, as last written (no lock, no liveness check). A missing file is empty.
+    /// The live runs, as last written (no lock, no liveness check). A missing, empty or
+    /// half-written (truncated JSON) file is empty.
     ///
-    /// Errors: the file cannot be read, or is damaged.
+    /// Errors: the file cannot be read, or is damaged otherwise.
     pub fn entries(&self) -> Result<Vec<Entry>> {
         Ok(self.read()?.runs)
     }
@@ -166,12 +170,27 @@ impl Registry {
                     problem: format!("{n} bytes is more than a run registry can hold"),
                 });
             }
+            Err(crate::fsutil::ReadError::NotAFile(kind)) => {
+                return Err(Error::Damaged {
+                    path,
+                    problem: format!("it is {kind}, not a regular file"),
+                });
+            }
             Err(crate::fsutil::ReadError::Io(e)) => return Err(Error::io(path, e)),
         };
-        serde_json::from_slice(&bytes).map_err(|e| Error::Damaged {
-            path,
-            problem: format!("not a valid run registry: {e}"),
-        })
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(RegistryFile::default());
+        }
+        match serde_json::from_slice(&bytes) {
+            Ok(file) => Ok(file),
+            // Cut off mid-write: nothing in it can be trusted, and nothing in it is needed (the
+            // sessions hold the runs' records).
+            Err(e) if e.is_eof() => Ok(RegistryFile::default()),
+            Err(e) => Err(Error::Damaged {
+                path,
+                problem: format!("not a valid run registry: {e}"),
+            }),
+        }
     }
 
     /// Applies `change` to the entries under the registry lock and saves atomically.
@@ -204,11 +223,11 @@ impl Registry {
                 path: path.clone(),
                 problem,
             })?;
-        create_private_file(&path)?;
-        crate::fsutil::write_atomic(&path, &bytes).map_err(|e| match e {
-            crate::fsutil::WriteError::Io(e) => Error::io(&path, e),
-            other => Error::io(&path, std::io::Error::other(other.to_string())),
-        })?;
+        let guard = WriteGuard::new(&self.dir).map_err(io(&self.dir))?;
+        create_private_file(&guard, &path)?;
+        guard
+            .write(&path, &bytes, Named::ByUs, Links::Replace)
+            .map_err(|e| Error::write(&path, e))?;
         Ok(out)
     }
 
@@ -247,18 +266,11 @@ fn create_private_dir(dir: &Path) -> Result<()> {
 
 /// Creates an empty file with mode 0600 if it does not exist, so that the atomic writer (which
 /// keeps a file's mode) never publishes the registry with wider permissions.
-fn create_private_file(path: &Path) -> Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    match options.open(path) {
+fn create_private_file(guard: &WriteGuard, path: &Path) -> Result<()> {
+    match guard.create_new(path, 0o600) {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(Error::io(path, e)),
+        Err(WriteError::Io(e)) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::write(path, e)),
     }
 }
 

@@ -2,13 +2,20 @@
 //! `.pas-agent/session.lock`, a file that is never renamed, so every writer locks the same
 //! inode (`launcher-store.md` §D2). The lock belongs to the open handle: process exit or a
 //! crash releases it, and the empty file left behind is harmless.
+//!
+//! The lock file is opened through [`WriteGuard::open_lock`]: never through a symbolic link,
+//! never truncated unless it holds nothing but a pid (a committed `session.lock` that is a
+//! link to, or a hard link of, someone's file is refused or left alone). Holding the lock, the
+//! taker removes temp files of writers that were killed mid-save (every writer of the
+//! directory holds the lock while its temp file exists, so any it sees is stale).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::fsutil::{self, Named, WriteGuard};
 
 /// Environment variable: how long to wait for the lock, in milliseconds (default 5000).
 pub const TIMEOUT_ENV: &str = "PAS_AGENT_LOCK_TIMEOUT_MS";
@@ -24,6 +31,8 @@ pub const GITIGNORE: &str =
 #[derive(Debug)]
 pub struct LockGuard {
     _file: File,
+    /// False when the filesystem does not support locks and the guard holds none.
+    held: bool,
 }
 
 /// The lock timeout from [`TIMEOUT_ENV`]; a missing value gives the default, and so does an
@@ -43,43 +52,76 @@ pub fn timeout() -> Duration {
 }
 
 /// Takes the exclusive lock on `<state_dir>/session.lock`, creating the directory, the lock
-/// file and (if missing) `.gitignore` first. Waits up to [`timeout`], polling with a short
-/// backoff; contention is a wait, not an error.
+/// file and (if missing) `.gitignore` first, all through the [`WriteGuard`] of the session
+/// root (`state_dir`'s parent). Waits up to [`timeout`], polling with a short backoff;
+/// contention is a wait, not an error. Once held, stale temp files in `state_dir` (and those of
+/// the agents' context files in the root) are removed.
 ///
-/// Errors: [`Error::Locked`] after the timeout; [`Error::Io`] if the directory or file cannot
-/// be created. A filesystem that does not support locks (some network mounts) is used
-/// without one, with a warning on stderr.
+/// Errors: [`Error::Locked`] after the timeout; [`Error::Refused`] when the state directory or
+/// the lock file leads outside the root or the lock file is a link; [`Error::Io`] if the
+/// directory or file cannot be created. A filesystem that does not support locks (some network
+/// mounts) is used without one, with a warning on stderr.
 pub fn acquire(state_dir: &Path) -> Result<LockGuard> {
     acquire_within(state_dir, timeout())
 }
 
 /// [`acquire`] with a given timeout instead of [`timeout`].
 pub fn acquire_within(state_dir: &Path, limit: Duration) -> Result<LockGuard> {
-    std::fs::create_dir_all(state_dir).map_err(|e| Error::io(state_dir, e))?;
-    ensure_gitignore(state_dir)?;
-    lock_file(&state_dir.join(LOCK_FILE), limit)
+    let root = match state_dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let guard = WriteGuard::new(root).map_err(|e| Error::io(root, e))?;
+    let real = guard
+        .create_dir_all(state_dir, Named::ByUs, 0o777)
+        .map_err(|e| Error::write(state_dir, e))?;
+    ensure_gitignore_in(&guard, state_dir)?;
+    let lock = lock_file(&guard, &state_dir.join(LOCK_FILE), limit)?;
+    if lock.held {
+        fsutil::remove_stale_temps(&real);
+        // Exports of the agents' context files at the root also run under this lock.
+        let names: Vec<&str> = crate::agents::AGENTS
+            .iter()
+            .map(|a| a.context_file)
+            .collect();
+        fsutil::remove_stale_temps_of(guard.root(), Some(&names));
+    }
+    Ok(lock)
 }
 
 /// Takes the exclusive lock on the file at `path` (created if missing; its directory must
-/// exist), waiting as [`acquire`] does. Used for other stores that follow the session's
-/// locking rules, such as the launcher's machine-wide registry.
+/// exist and is the guarded root), waiting as [`acquire`] does, then removes stale temp files
+/// in that directory. Used for other stores that follow the session's locking rules, such as
+/// the launcher's machine-wide registry.
 ///
 /// Errors: as [`acquire`].
 pub fn acquire_file(path: &Path) -> Result<LockGuard> {
-    lock_file(path, timeout())
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let guard = WriteGuard::new(dir).map_err(|e| Error::io(dir, e))?;
+    let lock = lock_file(&guard, path, timeout())?;
+    if lock.held {
+        fsutil::remove_stale_temps(guard.root());
+    }
+    Ok(lock)
 }
 
-fn lock_file(path: &Path, limit: Duration) -> Result<LockGuard> {
+fn lock_file(guard: &WriteGuard, path: &Path, limit: Duration) -> Result<LockGuard> {
     let path = path.to_path_buf();
-    let mut file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
+    let (mut file, _created) = guard.open_lock(&path).map_err(|e| match e {
+        fsutil::WriteError::NotAFile(kind) => Error::Refused {
+            path: path.clone(),
+            problem: format!(
+                "the lock file is {kind}, not a regular file; nothing was written (remove it)"
+            ),
+        },
+        e => Error::write(&path, e),
+    })?;
     let start = Instant::now();
     let mut pause = Duration::from_millis(2);
+    let mut held = true;
     loop {
         // Fully qualified: std's inherent `File::try_lock` would otherwise win resolution.
         match fs4::FileExt::try_lock(&file) {
@@ -101,16 +143,45 @@ fn lock_file(path: &Path, limit: Duration) -> Result<LockGuard> {
                     "{}: this filesystem does not support file locks ({e}); continuing without one",
                     path.display()
                 ));
+                held = false;
                 break;
             }
             Err(fs4::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
         }
     }
-    // For diagnostics only: who holds the lock. Mutual exclusion comes from the OS lock.
-    let _ = file.set_len(0);
+    // For diagnostics only: who holds the lock. Mutual exclusion comes from the OS lock. Only
+    // a file that holds nothing but a pid, with no other hard link, is rewritten: a committed
+    // or linked file with other contents is never truncated.
+    if is_ours(&mut file) {
+        let _ = file.set_len(0);
+        let _ = file.rewind();
+        let _ = writeln!(file, "{}", std::process::id());
+    }
+    Ok(LockGuard { _file: file, held })
+}
+
+/// Whether the open lock file is one pas-agent wrote: one link, empty or a pid line.
+fn is_ours(file: &mut File) -> bool {
+    let Ok(meta) = file.metadata() else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.nlink() != 1 {
+            return false;
+        }
+    }
+    if meta.len() > 32 {
+        return false;
+    }
+    let mut text = String::new();
     let _ = file.rewind();
-    let _ = writeln!(file, "{}", std::process::id());
-    Ok(LockGuard { _file: file })
+    if file.take(32).read_to_string(&mut text).is_err() {
+        return false;
+    }
+    let t = text.trim();
+    t.is_empty() || t.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn holder_of(file: &mut File) -> String {
@@ -139,16 +210,24 @@ fn is_unsupported_errno(code: i32) -> bool {
     code == 1 // ERROR_INVALID_FUNCTION
 }
 
-/// Writes `.pas-agent/.gitignore` if it does not exist. An existing file is the user's and is
-/// never changed.
+/// Writes `.pas-agent/.gitignore` if it does not exist. An existing file (or link, even a
+/// dangling one) is the user's and is never changed or followed.
+///
+/// Errors: as [`acquire`].
 pub fn ensure_gitignore(state_dir: &Path) -> Result<()> {
+    let root = state_dir.parent().unwrap_or(Path::new("."));
+    let guard = WriteGuard::new(root).map_err(|e| Error::io(root, e))?;
+    ensure_gitignore_in(&guard, state_dir)
+}
+
+fn ensure_gitignore_in(guard: &WriteGuard, state_dir: &Path) -> Result<()> {
     let path: PathBuf = state_dir.join(".gitignore");
-    match OpenOptions::new().write(true).create_new(true).open(&path) {
+    match guard.create_new(&path, 0o666) {
         Ok(mut f) => f
             .write_all(GITIGNORE.as_bytes())
             .map_err(|e| Error::io(&path, e)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(Error::io(&path, e)),
+        Err(fsutil::WriteError::Io(e)) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::write(&path, e)),
     }
 }
 

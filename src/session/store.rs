@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::lock::{self, LockGuard};
 use super::model::{SCHEMA_VERSION, Session};
 use crate::error::{Error, Result};
-use crate::fsutil::{self, ReadError, WriteError};
+use crate::fsutil::{self, Links, Named, ReadError, WriteGuard};
 
 /// Name of the per-project state directory.
 pub const STATE_DIR: &str = ".pas-agent";
@@ -36,7 +36,11 @@ impl Project {
     }
 
     /// Walks up from `start` (itself included) to the nearest directory holding
-    /// `.pas-agent/session.json` as a regular file (or a link to one).
+    /// `.pas-agent/session.json` in any form: a regular file, a link (even a dangling one), a
+    /// directory or a special file. Whatever stands there is this directory's session, and
+    /// [`Project::load`] reports what is wrong with it; the walk never falls through to a
+    /// parent's session. A `.pas-agent` that is itself something other than a directory (a
+    /// file, a dangling link) counts the same way.
     ///
     /// Errors: [`Error::NoSession`] when no ancestor has one.
     pub fn find(start: &Path) -> Result<Project> {
@@ -50,9 +54,12 @@ impl Project {
         start
             .ancestors()
             .find(|dir| {
-                std::fs::metadata(dir.join(STATE_DIR).join(SESSION_FILE))
-                    .map(|m| m.is_file())
-                    .unwrap_or(false)
+                let state = dir.join(STATE_DIR);
+                match std::fs::symlink_metadata(&state) {
+                    Err(_) => false,
+                    Ok(_) if !state.is_dir() => true,
+                    Ok(_) => std::fs::symlink_metadata(state.join(SESSION_FILE)).is_ok(),
+                }
             })
             .map(Project::at)
     }
@@ -67,7 +74,7 @@ impl Project {
         self.state_dir().join(SESSION_FILE)
     }
 
-    /// Whether a session file exists here.
+    /// Whether a session file exists here (a regular file, or a link to one).
     pub fn has_session(&self) -> bool {
         std::fs::metadata(self.session_path())
             .map(|m| m.is_file())
@@ -76,8 +83,10 @@ impl Project {
 
     /// Loads the session without locking.
     ///
-    /// Errors: [`Error::NoSession`] if the file is gone; [`Error::Damaged`] or
-    /// [`Error::Unsupported`] as described in [`parse`]; [`Error::Io`] on read failures.
+    /// Errors: [`Error::NoSession`] if nothing is there; [`Error::Damaged`] when what stands
+    /// where the file should be is not a regular file (a directory, a FIFO — never waited on —,
+    /// a socket, a dangling link, a `.pas-agent` that is not a directory), or as described in
+    /// [`parse`]; [`Error::Io`] on read failures.
     pub fn load(&self) -> Result<Session> {
         self.load_up_to(MAX_SESSION_BYTES)
     }
@@ -92,6 +101,9 @@ impl Project {
 
     fn load_up_to(&self, cap: u64) -> Result<Session> {
         let path = self.session_path();
+        if let Some(problem) = self.not_a_session_file() {
+            return Err(Error::Damaged { path, problem });
+        }
         match fsutil::read_limited(&path, cap) {
             Ok(Some(bytes)) => parse(&path, &bytes),
             Ok(None) => Err(Error::NoSession {
@@ -108,8 +120,76 @@ impl Project {
                     problem: format!("{}{hint}", crate::limits::SESSION.read_refusal(size)),
                 })
             }
+            Err(ReadError::NotAFile(kind)) => Err(Error::Damaged {
+                path,
+                problem: format!(
+                    "this is {kind}, not a session file; remove it or put the session file back"
+                ),
+            }),
             Err(ReadError::Io(e)) => Err(Error::io(path, e)),
         }
+    }
+
+    /// Checks that what stands at the session path is a regular file (or a link to one) or
+    /// nothing, without opening it.
+    ///
+    /// Errors: [`Error::Damaged`] naming the file and what it is instead (a directory, FIFO,
+    /// socket, dangling link, or a `.pas-agent` that is not a directory).
+    pub fn check_session_file(&self) -> Result<()> {
+        match self.not_a_session_file() {
+            Some(problem) => Err(Error::Damaged {
+                path: self.session_path(),
+                problem,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Why what stands at the session path (or the state directory) cannot be a session file,
+    /// or `None` when it is a regular file, a link to one, or absent.
+    fn not_a_session_file(&self) -> Option<String> {
+        let state = self.state_dir();
+        let link = |p: &Path| {
+            std::fs::read_link(p)
+                .map(|t| crate::term::clean(&t.to_string_lossy()))
+                .unwrap_or_default()
+        };
+        match std::fs::symlink_metadata(&state) {
+            Err(_) => return None,
+            Ok(meta) if !state.is_dir() => {
+                return Some(if meta.file_type().is_symlink() {
+                    format!(
+                        "{STATE_DIR} is a symbolic link to {}, which is not a directory",
+                        link(&state)
+                    )
+                } else {
+                    format!("{STATE_DIR} is {}, not a directory", fsutil::kind_of(&meta))
+                });
+            }
+            Ok(_) => {}
+        }
+        let path = self.session_path();
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        if meta.file_type().is_symlink() {
+            return match std::fs::metadata(&path) {
+                Err(_) => Some(format!(
+                    "this is a dangling symbolic link (to {}); remove it or restore its target",
+                    link(&path)
+                )),
+                Ok(target) if !target.is_file() => Some(format!(
+                    "this is a symbolic link to {} ({}), not a session file",
+                    link(&path),
+                    fsutil::kind_of(&target)
+                )),
+                Ok(_) => None,
+            };
+        }
+        (!meta.is_file()).then(|| {
+            format!(
+                "this is {}, not a session file; remove it or put the session file back",
+                fsutil::kind_of(&meta)
+            )
+        })
     }
 
     /// Takes the session lock until the guard is dropped.
@@ -141,6 +221,12 @@ impl Project {
     /// several concurrent `init`s exactly one succeeds).
     pub fn create(&self, session: &Session) -> Result<()> {
         let _guard = self.lock()?;
+        if let Some(problem) = self.not_a_session_file() {
+            return Err(Error::Damaged {
+                path: self.session_path(),
+                problem,
+            });
+        }
         if self.has_session() {
             return Err(Error::SessionExists {
                 path: self.session_path(),
@@ -164,10 +250,11 @@ impl Project {
                 path: path.clone(),
                 problem,
             })?;
-        fsutil::write_atomic(&path, &bytes).map_err(|e| match e {
-            WriteError::Io(e) => Error::io(&path, e),
-            other => Error::io(&path, std::io::Error::other(other.to_string())),
-        })
+        let guard = WriteGuard::new(&self.root).map_err(|e| Error::io(&self.root, e))?;
+        guard
+            .write(&path, &bytes, Named::ByUs, Links::Replace)
+            .map(drop)
+            .map_err(|e| Error::write(&path, e))
     }
 }
 

@@ -14,5 +14,6 @@ mod launcher;
 mod launcher_support;
 mod mock_model;
 mod run;
+mod safety_fs;
 mod safety_limits;
 mod store;

@@ -259,10 +259,11 @@ fn permissions_and_symlinks_of_the_session_file_are_kept() {
         & 0o777;
     assert_eq!(mode, 0o600);
 
-    // session.json as a link to a file elsewhere (kept in a dotfiles repo, say).
-    let elsewhere = sb.tmp.path().join("kept-elsewhere.json");
+    // session.json as a link to a file elsewhere in the project: written through, link kept.
+    // (A link out of the session root is refused: tests/e2e/safety_fs.rs.)
+    let elsewhere = sb.path("kept-elsewhere.json");
     std::fs::rename(sb.path(SESSION), &elsewhere).unwrap();
-    std::os::unix::fs::symlink(&elsewhere, sb.path(SESSION)).unwrap();
+    std::os::unix::fs::symlink("../kept-elsewhere.json", sb.path(SESSION)).unwrap();
     sb.ok(&["update", "--next", "b"]);
     assert!(
         std::fs::symlink_metadata(sb.path(SESSION))
