@@ -46,15 +46,8 @@ fn print_report(
             crate::term::note(&format!("    {}", clean(&line)));
         }
     }
-    if let Some(limit) = agent.context_char_limit
-        && report.file_chars > limit
-    {
-        warn(&format!(
-            "{} is {} characters long, and {} reads only the first {limit}; shorten the session (`pas-agent remove`) or the rest of the file",
-            display(&report.target.path, cwd),
-            report.file_chars,
-            agent.name
-        ));
+    for warning in report.warnings(&display(&report.target.path, cwd)) {
+        warn(&warning);
     }
     let path = display(&report.target.path, cwd);
     let what = match report.outcome {
@@ -63,6 +56,10 @@ fn print_report(
         Outcome::Appended => {
             format!("Added a pas-agent block to {path}; the existing content was kept.")
         }
+        Outcome::Inserted => format!(
+            "Added a pas-agent block at the top of {path}, where {} reads it; the existing content was kept after it.",
+            agent.name
+        ),
         Outcome::Overwritten => format!("Overwrote {path} with the pas-agent block."),
     };
     let hint = if report.target.at_default {

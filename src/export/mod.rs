@@ -5,14 +5,14 @@ pub mod render;
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::Agent;
+use crate::agents::{Agent, ReadLimit};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, ReadError, WriteError};
 use crate::git::{Repo, WorkTree};
 use crate::session::Project;
 use crate::stale::{self, Stale};
 
-pub use block::Outcome;
+pub use block::{Outcome, Place};
 
 /// Context files larger than this are not touched (16 MiB).
 pub const MAX_CONTEXT_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -80,8 +80,50 @@ pub struct Report {
     pub outcome: Outcome,
     /// Set when the work moved on since the latest checkpoint.
     pub stale: Option<Stale>,
-    /// Characters in the whole file after the export (for agents that cut files off).
-    pub file_chars: usize,
+    /// Where the file stands against the agent's read limit, for agents that have one.
+    pub limit: Option<LimitReport>,
+}
+
+/// How a written file measures against the agent's [`ReadLimit`], in the limit's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitReport {
+    /// The agent's limit.
+    pub limit: ReadLimit,
+    /// The whole file's length.
+    pub file: usize,
+    /// Where the block ends (just past its end marker line).
+    pub block_end: usize,
+}
+
+impl Report {
+    /// Warnings about what the agent will not read, naming the file as `shown`: the block (or
+    /// part of it) past the agent's read limit, or the rest of the file past it.
+    pub fn warnings(&self, shown: &str) -> Vec<String> {
+        let Some(l) = self.limit else {
+            return Vec::new();
+        };
+        let agent = self.target.agent.name;
+        let amount = l.limit.describe(l.limit.amount);
+        if l.block_end > l.limit.amount {
+            vec![format!(
+                "{agent} reads only the first {amount} of {shown}, and the pas-agent block ends at {} of its {}, so {agent} does not see all of it; move the block nearer the top of the file or shorten the text before it",
+                l.limit.describe(l.block_end),
+                l.limit.describe(l.file),
+            )]
+        } else if l.file > l.limit.amount {
+            let placed = if self.outcome == Outcome::Inserted {
+                "the pas-agent block was put at the top of the file, so it is read, "
+            } else {
+                "the pas-agent block is within them, "
+            };
+            vec![format!(
+                "{shown} is {} long, and {agent} reads only the first {amount}; {placed}but the rest of the file past that point is not read",
+                l.limit.describe(l.file)
+            )]
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 /// Renders the session and writes it into `target`, under the session lock (so two exports to
@@ -147,12 +189,30 @@ pub fn write(
             )));
         }
     };
-    let (bytes, outcome) = block::splice(existing.as_deref(), &content, force).map_err(|reason| {
-        unsafe_(format!(
-            "{reason}; nothing was written\n  hint: fix the file by hand, or replace all of it with the block: `pas-agent export --to {} --force`",
-            target.agent.id
-        ))
-    })?;
+    if !force
+        && let Some(bytes) = &existing
+        && let Err(reason) = block::check_text(bytes)
+    {
+        return Err(unsafe_(format!("{reason}; nothing was written")));
+    }
+    let limit = target.agent.read_limit;
+    let splice = |place| {
+        block::splice(existing.as_deref(), &content, force, place).map_err(|reason| {
+            unsafe_(format!(
+                "{reason}; nothing was written\n  hint: fix the file by hand, or replace all of it with the block: `pas-agent export --to {} --force`",
+                target.agent.id
+            ))
+        })
+    };
+    let (mut bytes, mut outcome) = splice(Place::End)?;
+    // An agent that reads only the start of the file would miss a block appended past that
+    // point: a new block then goes to the top instead (the file's own text is kept as is).
+    if let Some(l) = limit
+        && outcome == Outcome::Appended
+        && block::block_end(&bytes).is_some_and(|end| l.measure(&bytes[..end]) > l.amount)
+    {
+        (bytes, outcome) = splice(Place::Top)?;
+    }
     if existing.is_none()
         && let Some(parent) = target.path.parent()
     {
@@ -173,6 +233,10 @@ pub fn write(
         target: target.clone(),
         outcome,
         stale,
-        file_chars: String::from_utf8_lossy(&bytes).chars().count(),
+        limit: limit.map(|l| LimitReport {
+            limit: l,
+            file: l.measure(&bytes),
+            block_end: l.measure(&bytes[..block::block_end(&bytes).unwrap_or(bytes.len())]),
+        }),
     })
 }

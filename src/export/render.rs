@@ -8,7 +8,15 @@
 //! Trust model: every user value is passed through [`inline`] (or [`code_span`] for paths),
 //! which keeps it on one line and backslash-escapes every character that could start Markdown
 //! structure, so a task description cannot fake a marker, a heading, a fence, a list, a rule,
-//! a link or HTML (§7 defect 8 of the original).
+//! a link or HTML (§7 defect 8 of the original), nor an import: `@path` is an import for
+//! Claude Code and Gemini CLI only where the `@` follows whitespace or starts the text (Claude
+//! Code 2.1.197 scans Markdown text tokens with `/(?:^|\s)@((?:[^\s\\]|\\ )+)/g`, skipping
+//! code spans and code blocks; Gemini CLI 0.61.0 `findImports` in
+//! `packages/core/src/utils/memoryImportProcessor.ts` takes an `@` preceded by a space, tab
+//! or line break, skipping backtick-delimited regions; both read in the installed bundles),
+//! so every `@` is written `\@`, which Markdown shows as `@`. No value can start a line, so
+//! none can open front matter (`---` on the first line) either: the block starts with its
+//! marker, and every value follows a fixed prefix such as `- ` or is escaped at its start.
 
 use std::fmt::Write as _;
 
@@ -22,7 +30,9 @@ pub const MAX_CHECKPOINTS: usize = 10;
 pub const MAX_RUNS: usize = 5;
 
 /// Characters CommonMark (with GFM tables and strikethrough) gives meaning inside a line.
-const INLINE_SPECIAL: &[char] = &['\\', '`', '*', '_', '[', ']', '<', '>', '&', '~', '|'];
+/// `@` is not Markdown, but starts an import in Claude Code and Gemini CLI (see the module
+/// documentation).
+const INLINE_SPECIAL: &[char] = &['\\', '`', '*', '_', '[', ']', '<', '>', '&', '~', '|', '@'];
 /// Characters that start a block when they open a line.
 const LINE_START_SPECIAL: &[char] = &['#', '+', '-', '='];
 
@@ -53,9 +63,18 @@ pub fn inline(text: &str) -> String {
 
 /// A path as a code span whose backtick fence is longer than any run of backticks inside it
 /// (padded with spaces when the path starts or ends with a backtick); control characters
-/// become `?`.
+/// become `?`. A path with an `@` after whitespace is written with [`inline`] instead: Gemini
+/// CLI finds code spans with a plain backtick-pairing pattern that other backticks on the
+/// page can misalign, so a code span alone does not keep such an `@` from being an import.
 pub fn code_span(path: &str) -> String {
     let path = crate::term::clean(path).replace(['\n', '\r'], "?");
+    if path
+        .chars()
+        .zip(path.chars().skip(1))
+        .any(|(a, b)| a.is_whitespace() && b == '@')
+    {
+        return inline(&path);
+    }
     let mut longest = 0;
     let mut run = 0;
     for c in path.chars() {
@@ -134,7 +153,7 @@ changed files. `pas-agent status` shows the whole record with item numbers.\n\n"
             None => "(detached HEAD)".into(),
         };
         let commit = match &git.commit {
-            Some(c) => c.chars().take(8).collect::<String>(),
+            Some(c) => inline(&c.chars().take(8).collect::<String>()),
             None => "(no commits yet)".into(),
         };
         let _ = writeln!(out, "- **Branch:** {branch}");
@@ -176,7 +195,12 @@ changed files. `pas-agent status` shows the whole record with item numbers.\n\n"
             minute(&stale.since)
         );
         if let Some((old, new)) = &stale.head {
-            let _ = writeln!(out, "- HEAD {} → {}", short(old), short(new));
+            let _ = writeln!(
+                out,
+                "- HEAD {} → {}",
+                inline(&short(old)),
+                inline(&short(new))
+            );
         }
         if let Some((old, new)) = &stale.branch {
             let name = |b: &Option<String>| {
@@ -263,7 +287,7 @@ fn run_line(run: &Run) -> String {
             .map(|c| {
                 format!(
                     "{} {}",
-                    c.id.chars().take(8).collect::<String>(),
+                    inline(&c.id.chars().take(8).collect::<String>()),
                     inline(&c.summary)
                 )
             })
