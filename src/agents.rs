@@ -604,4 +604,52 @@ mod tests {
             os(&["--read", "AGENTS.md"])
         );
     }
+
+    #[test]
+    fn id_shapes_accept_real_ids_and_never_a_flag() {
+        let ok = [
+            ("claude-code", "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b"),
+            ("codex", "0199a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b"),
+            ("gemini-cli", "3F2A1B4C-5D6E-4F70-8A9B-0C1D2E3F4A5B"),
+            ("opencode", "ses_3a9f0c1e2b4dAbCdEfGhIjKlMn"),
+            ("amp", "T-3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b"),
+            ("goose", "20251108_1"),
+        ];
+        for (agent, id) in ok {
+            assert!(by_name(agent).unwrap().id_shape.accepts(id), "{agent} {id}");
+        }
+        let hostile = [
+            "--dangerously-skip-permissions",
+            "-c",
+            "--yolo",
+            "--approval-mode=yolo",
+            "",
+            "-3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b",
+            "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b --yolo",
+            "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b\n",
+            "ses_--dangerously-skip-per",
+            "T---yolo",
+            "_1",
+        ];
+        for a in AGENTS {
+            for id in hostile {
+                assert!(!a.id_shape.accepts(id), "{} accepts {id:?}", a.id);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_shape_admits_a_leading_dash_or_a_space(id in "\\PC{0,60}") {
+            for a in AGENTS {
+                if a.id_shape.accepts(&id) {
+                    proptest::prop_assert!(
+                        id.starts_with(|c: char| c.is_ascii_alphanumeric())
+                            && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+                        "{} accepts {:?}", a.id, id
+                    );
+                }
+            }
+        }
+    }
 }

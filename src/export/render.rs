@@ -68,9 +68,11 @@ pub fn inline(text: &str) -> String {
 /// page can misalign, so a code span alone does not keep such an `@` from being an import.
 pub fn code_span(path: &str) -> String {
     let path = crate::term::clean(path).replace(['\n', '\r'], "?");
-    if path
+    // With the padding below, a path starting with `@` has a space before it too.
+    let padded = format!(" {path}");
+    if padded
         .chars()
-        .zip(path.chars().skip(1))
+        .zip(padded.chars().skip(1))
         .any(|(a, b)| a.is_whitespace() && b == '@')
     {
         return inline(&path);
@@ -368,6 +370,90 @@ mod tests {
             let content = format!("# T\n\n{md}\n\n- {md}\n");
             let block = crate::export::block::make_block(&content, "\n");
             prop_assert!(matches!(scan(block.as_bytes()), Scan::Block { .. }), "not one block");
+        }
+    }
+
+    /// A session with `s` in every string field that the block shows.
+    pub(crate) fn hostile_session(s: &str) -> Session {
+        let task = serde_json::json!({
+            "description": s, "objective": s, "completed": [s, s], "remaining": [s],
+            "next_action": s, "blockers": [s], "decisions": [s], "constraints": [s],
+            "discoveries": [s]
+        });
+        let git = serde_json::json!({ "branch": s, "commit": s, "dirty": true });
+        let files = serde_json::json!([
+            { "path": s, "status": "Modified" },
+            { "path": s, "status": { "Renamed": { "from": s } } },
+            { "path": "a", "status": format!("x{s}") }
+        ]);
+        let uuid = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b";
+        let t = "2026-01-01T00:00:00Z";
+        serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "id": uuid, "project_name": s, "created_at": t, "updated_at": t,
+            "task": task, "git": git,
+            "checkpoints": [{ "id": uuid, "timestamp": t, "message": s, "task_snapshot": task,
+                              "git": git, "files_changed": files }],
+            "runs": [{ "id": uuid, "agent": s, "argv": [s], "cwd": s, "state": "finished",
+                       "started_at": t, "ended_at": t, "duration_ms": 5, "exit_code": 0,
+                       "head_before": s, "head_after": s,
+                       "commits": [{ "id": s, "summary": s }], "files_changed": files,
+                       "agent_session_id": s, "capture": s }]
+        }))
+        .unwrap()
+    }
+
+    /// Strings that try every trick: escapes, fences, markers, imports, front matter, bidi.
+    fn hostile() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("\u{1b}[2J".to_string()),
+                Just("\n~~~~~~~".to_string()),
+                Just("\n```".to_string()),
+                Just("\n---\n".to_string()),
+                Just("@notes/x.md".to_string()),
+                Just(" @./x".to_string()),
+                Just("\u{a0}@/etc/passwd".to_string()),
+                Just("<!-- pas-agent:end -->".to_string()),
+                Just("\n<!-- pas-agent:start -->\n".to_string()),
+                Just("#[[file:x.md]]".to_string()),
+                Just("\u{202e}\u{85}\u{7f}\u{2028}\r".to_string()),
+                Just("`".to_string()),
+                "\\PC{0,6}",
+                any::<char>().prop_map(String::from),
+            ],
+            1..6,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    /// Where an agent would read `@…` as an import: after whitespace or at a line's start
+    /// (the rule of both Claude Code and Gemini CLI, ignoring their code-span exceptions).
+    fn import_at(md: &str) -> Option<usize> {
+        let chars: Vec<char> = md.chars().collect();
+        (0..chars.len()).find(|&i| chars[i] == '@' && (i == 0 || chars[i - 1].is_whitespace()))
+    }
+
+    proptest! {
+        #[test]
+        fn hostile_sessions_render_to_one_inert_block(s in hostile(), before in "[a-z\n ]{0,20}", after in "[a-z\n ]{0,20}") {
+            let session = hostile_session(&s);
+            let md = render(&session, session.git.as_ref(), None);
+            prop_assert!(md.chars().all(|c| c == '\n' || !crate::term::is_unsafe(c)), "control character in {md:?}");
+            prop_assert!(import_at(&md).is_none(), "import in {md}");
+            prop_assert!(!md.starts_with("---"));
+            // Spliced into a file, exported again: exactly one start and one end marker, and
+            // the file's own text around the block stays as it was.
+            let file = format!("{before}{after}");
+            let (out, _) = crate::export::block::splice(Some(file.as_bytes()), &md, false, crate::export::block::Place::End).unwrap();
+            let (again, _) = crate::export::block::splice(Some(&out), &md, false, crate::export::block::Place::End).unwrap();
+            prop_assert_eq!(&out, &again);
+            let Scan::Block { start, end } = scan(&again) else {
+                return Err(TestCaseError::fail("not one block"));
+            };
+            prop_assert!(again.starts_with(file.as_bytes()));
+            prop_assert_eq!(end, again.len());
+            let block = std::str::from_utf8(&again[start..end]).unwrap();
+            prop_assert_eq!(block.matches("\n<!-- pas-agent:").count() + 1, 2);
         }
     }
 }
