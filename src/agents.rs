@@ -117,9 +117,9 @@ impl IdShape {
             IdShape::None => false,
             IdShape::Uuid => uuid(id),
             IdShape::PrefixedUuid(prefix) => id.strip_prefix(prefix).is_some_and(uuid),
-            IdShape::PrefixedAlnum { prefix, len } => id.strip_prefix(prefix).is_some_and(|r| {
-                r.len() == len && r.bytes().all(|b| b.is_ascii_alphanumeric())
-            }),
+            IdShape::PrefixedAlnum { prefix, len } => id
+                .strip_prefix(prefix)
+                .is_some_and(|r| r.len() == len && r.bytes().all(|b| b.is_ascii_alphanumeric())),
             IdShape::DateSerial => id.split_once('_').is_some_and(|(a, b)| {
                 !a.is_empty()
                     && !b.is_empty()

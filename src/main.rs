@@ -15,10 +15,7 @@ fn main() -> ExitCode {
     if let Some(dir) = &cli.dir
         && let Err(e) = std::env::set_current_dir(dir)
     {
-        term::error(&format!(
-            "cannot change to {}: {e}",
-            dir.to_string_lossy()
-        ));
+        term::error(&format!("cannot change to {}: {e}", dir.to_string_lossy()));
         return code(exit::USAGE);
     }
     match pas_agent::cmd::dispatch(cli.command) {

@@ -235,11 +235,17 @@ mod tests {
         let text = "a\u{1b}b\u{85}c\u{7f}d\u{202e}e\u{2028}f\u{9b}g\"h\\";
         let json = to_json(&serde_json::json!({ "k": [text] })).unwrap();
         assert!(json.chars().all(|c| c == '\n' || !is_unsafe(c)), "{json:?}");
-        assert!(json.contains("\\u0085") && json.contains("\\u202e"), "{json}");
+        assert!(
+            json.contains("\\u0085") && json.contains("\\u202e"),
+            "{json}"
+        );
         let back: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(back["k"][0], text);
         // Same layout as serde_json's own pretty printer.
         let plain = serde_json::json!({ "a": [1, {"b": "c"}], "d": {} });
-        assert_eq!(to_json(&plain).unwrap(), serde_json::to_string_pretty(&plain).unwrap());
+        assert_eq!(
+            to_json(&plain).unwrap(),
+            serde_json::to_string_pretty(&plain).unwrap()
+        );
     }
 }

@@ -50,6 +50,14 @@ fn print_report(
         warn(&warning);
     }
     let path = display(&report.target.path, cwd);
+    if let Some(via) = &report.via_import {
+        let via = display(via, cwd);
+        crate::term::print(&format!(
+            "{path} imports {via}, which holds the pas-agent block: updated that block and left {path} as it was, so {} sees one current block.\n",
+            agent.name
+        ))?;
+        return Ok(0);
+    }
     let what = match report.outcome {
         Outcome::Created => format!("Created {path} for {}.", agent.name),
         Outcome::Updated => format!("Updated the pas-agent block in {path}."),

@@ -217,7 +217,8 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     let started = record::before(&project, &plan)?;
     match &started.export {
         Some(Ok(report)) => {
-            let shown = clean(&report.target.path.to_string_lossy());
+            let written = report.via_import.as_ref().unwrap_or(&report.target.path);
+            let shown = clean(&written.to_string_lossy());
             note(&format!(
                 "pas-agent: exported the session to {shown} for {}",
                 plan.agent.map_or("the agent", |a| a.name)

@@ -250,8 +250,14 @@ pub fn make_block(content: &str, newline: &str) -> String {
 /// UTF-8, with the offset of the first (Latin-1 and other legacy encodings).
 pub fn check_text(bytes: &[u8]) -> Result<(), String> {
     const BOMS: &[(&[u8], &str)] = &[
-        (b"\xFF\xFE\x00\x00", "UTF-32 LE (byte order mark FF FE 00 00)"),
-        (b"\x00\x00\xFE\xFF", "UTF-32 BE (byte order mark 00 00 FE FF)"),
+        (
+            b"\xFF\xFE\x00\x00",
+            "UTF-32 LE (byte order mark FF FE 00 00)",
+        ),
+        (
+            b"\x00\x00\xFE\xFF",
+            "UTF-32 BE (byte order mark 00 00 FE FF)",
+        ),
         (b"\xFF\xFE", "UTF-16 LE (byte order mark FF FE)"),
         (b"\xFE\xFF", "UTF-16 BE (byte order mark FE FF)"),
     ];
@@ -447,9 +453,15 @@ mod tests {
     #[test]
     fn no_final_newline_and_trailing_whitespace_survive() {
         let (out, _) = splice(Some(b"Notes  "), "x", false, Place::End).unwrap();
-        assert!(out.starts_with(b"Notes  \n\n<!-- pas-agent:start"), "{out:?}");
+        assert!(
+            out.starts_with(b"Notes  \n\n<!-- pas-agent:start"),
+            "{out:?}"
+        );
         let (out, _) = splice(Some(b"hints\n\n\n"), "x", false, Place::End).unwrap();
-        assert!(out.starts_with(b"hints\n\n\n<!-- pas-agent:start"), "{out:?}");
+        assert!(
+            out.starts_with(b"hints\n\n\n<!-- pas-agent:start"),
+            "{out:?}"
+        );
         let (out, _) = splice(Some(b"a\r\n"), "x", false, Place::End).unwrap();
         assert!(out.starts_with(b"a\r\n\r\n<!-- pas-agent:start"), "{out:?}");
     }
@@ -475,7 +487,10 @@ mod tests {
     fn a_marker_line_with_more_on_it_is_refused() {
         let file = format!("{START_MARKER}\nx\n{END_MARKER}TRAILING USER TEXT\nafter\n");
         let err = splice(Some(file.as_bytes()), "y", false, Place::End).unwrap_err();
-        assert!(err.contains("line 3") && err.contains("not exactly"), "{err}");
+        assert!(
+            err.contains("line 3") && err.contains("not exactly"),
+            "{err}"
+        );
         let file = format!("{START_PREFIX} -->tail\n{END_MARKER}\n");
         assert!(matches!(scan(file.as_bytes()), Scan::Broken(_)));
         let file = format!("{END_MARKER} \n");
@@ -483,7 +498,10 @@ mod tests {
         // The original's start line and a CRLF end line are markers.
         let file = format!("{START_MARKER}\r\nx\r\n{END_MARKER}\r\n");
         assert!(matches!(scan(file.as_bytes()), Scan::Block { .. }));
-        assert!(matches!(scan(b"<!-- pas-agent:start -->\n<!-- pas-agent:end -->"), Scan::Block { .. }));
+        assert!(matches!(
+            scan(b"<!-- pas-agent:start -->\n<!-- pas-agent:end -->"),
+            Scan::Block { .. }
+        ));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `export`: render the session and splice it into an agent's context file (SPEC §4).
 
 pub mod block;
+pub mod imports;
 pub mod render;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,8 @@ pub struct Target {
     /// Whether this is the file the agent reads at startup: its context file at the project
     /// root (compared by full path, not by name as the original did).
     pub at_default: bool,
+    /// The session root, inside which `@` imports between context files are followed.
+    pub root: PathBuf,
 }
 
 impl Target {
@@ -44,6 +47,7 @@ impl Target {
                 agent,
                 path: default,
                 at_default: true,
+                root: project.root.clone(),
             },
             Some(out) => {
                 let path = cwd.join(out);
@@ -52,6 +56,7 @@ impl Target {
                     agent,
                     path,
                     at_default,
+                    root: project.root.clone(),
                 }
             }
         }
@@ -82,6 +87,14 @@ pub struct Report {
     pub stale: Option<Stale>,
     /// Where the file stands against the agent's read limit, for agents that have one.
     pub limit: Option<LimitReport>,
+    /// Set when the target was left as it was because the file it is imports this one, which
+    /// holds the block the agent sees; that block was updated instead.
+    pub via_import: Option<PathBuf>,
+    /// Other context files whose blocks an agent sees together with this one (through `@`
+    /// imports), each updated to the same content (or the reason it could not be).
+    pub also: Vec<(PathBuf, std::result::Result<(), String>)>,
+    /// The agents that see more than one block, with the files they read them from.
+    pub duplicates: Vec<(&'static str, Vec<PathBuf>)>,
 }
 
 /// How a written file measures against the agent's [`ReadLimit`], in the limit's unit.
@@ -97,8 +110,36 @@ pub struct LimitReport {
 
 impl Report {
     /// Warnings about what the agent will not read, naming the file as `shown`: the block (or
-    /// part of it) past the agent's read limit, or the rest of the file past it.
+    /// part of it) past the agent's read limit, or the rest of the file past it; blocks an agent
+    /// sees twice through imports; imported files whose block could not be updated.
     pub fn warnings(&self, shown: &str) -> Vec<String> {
+        let name = |p: &Path| {
+            p.strip_prefix(self.target.root.canonicalize().unwrap_or_default())
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        };
+        let mut out = Vec::new();
+        for (agent, files) in &self.duplicates {
+            out.push(format!(
+                "{agent} sees {} pas-agent blocks, through `@` imports: {}; all were updated to the same content, but one is enough (remove the others' markers and the text between them)",
+                files.len(),
+                files.iter().map(|f| name(f)).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        for (file, result) in &self.also {
+            if let Err(e) = result {
+                out.push(format!(
+                    "{} holds a pas-agent block that an agent sees with this one, and it could not be updated: {e}",
+                    name(file)
+                ));
+            }
+        }
+        out.extend(self.limit_warnings(shown));
+        out
+    }
+
+    fn limit_warnings(&self, shown: &str) -> Vec<String> {
         let Some(l) = self.limit else {
             return Vec::new();
         };
@@ -195,6 +236,41 @@ pub fn write(
     {
         return Err(unsafe_(format!("{reason}; nothing was written")));
     }
+    let views = if force || !target.at_default {
+        Vec::new()
+    } else {
+        import_views(target)
+    };
+    let own_block = existing.as_deref().is_some_and(block::has_block);
+    let mut also: Vec<(PathBuf, std::result::Result<(), String>)> = Vec::new();
+    let mut update_others = |files: &[PathBuf]| {
+        for f in files {
+            if !also.iter().any(|(p, _)| p == f) {
+                also.push((f.clone(), update_block(f, &content)));
+            }
+        }
+    };
+    // The agent reads this file and, through its imports, a block elsewhere: that block is
+    // the one to keep current, and a second one here would only disagree with it later.
+    if !own_block && let Some(view) = views.iter().find(|v| v.own && !v.others.is_empty()) {
+        update_others(&view.others);
+        if let Some((_, Err(e))) = also.first() {
+            return Err(unsafe_(format!(
+                "it imports {}, which holds the block {} reads, and that block could not be updated: {e}",
+                view.others[0].display(),
+                view.agent
+            )));
+        }
+        return Ok(Report {
+            target: target.clone(),
+            outcome: Outcome::Updated,
+            stale,
+            limit: None,
+            via_import: Some(view.others[0].clone()),
+            also,
+            duplicates: Vec::new(),
+        });
+    }
     let limit = target.agent.read_limit;
     let splice = |place| {
         block::splice(existing.as_deref(), &content, force, place).map_err(|reason| {
@@ -229,6 +305,13 @@ pub fn write(
         WriteError::NotAFile => unsafe_("not a regular file; nothing was written".into()),
         WriteError::Io(e) => unsafe_(format!("cannot write the file ({e}); it was left as it was")),
     })?;
+    let mut duplicates = Vec::new();
+    for view in views.iter().filter(|v| !v.others.is_empty()) {
+        update_others(&view.others);
+        let mut files = vec![target.path.clone()];
+        files.extend(view.others.iter().cloned());
+        duplicates.push((view.agent, files));
+    }
     Ok(Report {
         target: target.clone(),
         outcome,
@@ -238,5 +321,81 @@ pub fn write(
             file: l.measure(&bytes),
             block_end: l.measure(&bytes[..block::block_end(&bytes).unwrap_or(bytes.len())]),
         }),
+        via_import: None,
+        also,
+        duplicates,
     })
+}
+
+/// One agent's view that includes the target: the agent reads `file` at startup and, through
+/// its `@` imports, `others` that hold a pas-agent block too.
+struct View {
+    agent: &'static str,
+    /// Whether the target is the agent's own file (not one it imports).
+    own: bool,
+    /// Other files in the view that hold a block (canonical paths).
+    others: Vec<PathBuf>,
+}
+
+/// A path with its directory made canonical (and the file itself, when it exists).
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| {
+        match (
+            p.parent().and_then(|d| d.canonicalize().ok()),
+            p.file_name(),
+        ) {
+            (Some(d), Some(n)) => d.join(n),
+            _ => p.to_path_buf(),
+        }
+    })
+}
+
+/// The views of agents that follow `@` imports ([`Agent::at_imports`]) and would read the
+/// target's block: their own context file at the root is the target, or imports it.
+fn import_views(target: &Target) -> Vec<View> {
+    let me = canonical(&target.path);
+    let mut views: Vec<View> = Vec::new();
+    let mut done = std::collections::BTreeSet::new();
+    for agent in crate::agents::AGENTS.iter().filter(|a| a.at_imports) {
+        let file = canonical(&target.root.join(agent.context_file));
+        if !done.insert(file.clone()) {
+            continue;
+        }
+        let imported = imports::imported_files(&file, &target.root, Some(&me));
+        let own = file == me;
+        if !own && !imported.contains(&me) {
+            continue;
+        }
+        let others = std::iter::once(file)
+            .chain(imported)
+            .filter(|f| *f != me)
+            .filter(|f| {
+                fsutil::read_limited(f, MAX_CONTEXT_FILE_BYTES)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|b| block::has_block(&b))
+            })
+            .collect();
+        views.push(View {
+            agent: agent.name,
+            own,
+            others,
+        });
+    }
+    views
+}
+
+/// Replaces the block in `path` (which holds one) with `content`, through the same checks as
+/// the target; the reason as a sentence when it cannot.
+fn update_block(path: &Path, content: &str) -> std::result::Result<(), String> {
+    let bytes = match fsutil::read_limited(path, MAX_CONTEXT_FILE_BYTES) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Err("the file disappeared".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let (out, _) = block::splice(Some(&bytes), content, false, Place::End)?;
+    if out != bytes {
+        fsutil::write_atomic(path, &out).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

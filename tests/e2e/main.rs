@@ -14,5 +14,5 @@ mod launcher;
 mod launcher_support;
 mod mock_model;
 mod run;
-mod store;
 mod safety_text;
+mod store;

@@ -232,7 +232,11 @@ fn arguments_echoed_in_errors_are_cleaned_clap_included() {
     let out = sb.run(&["export", "--to", "A\u{1b}]52;c;cHduZWQ=\u{7}B"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_clean("export --to", &out);
-    assert!(stderr(&out).contains("invalid value 'A"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("invalid value 'A"),
+        "{}",
+        stderr(&out)
+    );
 
     let out = sb.run(&["run", "--no-pty", "--", "nope\u{1b}[2J\u{7}"]);
     assert_eq!(out.status.code(), Some(127), "{}", stderr(&out));
@@ -324,17 +328,30 @@ fn resume_never_passes_a_recorded_id_that_is_not_the_agents_own_shape() {
     let sb = Sandbox::with_session();
     for (agent, exe, flag) in [
         ("claude-code", "claude", "--dangerously-skip-permissions"),
-        ("codex", "codex", "--dangerously-bypass-approvals-and-sandbox"),
+        (
+            "codex",
+            "codex",
+            "--dangerously-bypass-approvals-and-sandbox",
+        ),
         ("gemini-cli", "gemini", "--yolo"),
         ("opencode", "opencode", "--port=1"),
-        ("claude-code", "claude", "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b --yolo"),
+        (
+            "claude-code",
+            "claude",
+            "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b --yolo",
+        ),
         ("codex", "codex", "ses_3a9f0c1e2b4dAbCdEfGhIjKlMn"),
     ] {
         sb.stand_in(exe, "printf '%s|' \"$@\" > args.txt");
         let _ = std::fs::remove_file(sb.path("args.txt"));
         record_session_id(&sb, agent, flag);
         let out = sb.run(&["run", exe, "--resume", "--no-export", "--no-checkpoint"]);
-        assert_eq!(out.status.code(), Some(125), "{exe} {flag}: {}", stderr(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(125),
+            "{exe} {flag}: {}",
+            stderr(&out)
+        );
         assert!(!sb.path("args.txt").exists(), "{exe} started with {flag}");
         assert!(
             stderr(&out).contains("is not a") && stderr(&out).contains("session.json"),
@@ -367,7 +384,11 @@ fn resume_never_passes_a_recorded_id_that_is_not_the_agents_own_shape() {
         record_session_id(&sb, agent, id);
         let out = sb.run(&["run", exe, "--resume", "--no-export", "--no-checkpoint"]);
         assert!(out.status.success(), "{}", stderr(&out));
-        assert!(sb.read("args.txt").starts_with(want), "{}", sb.read("args.txt"));
+        assert!(
+            sb.read("args.txt").starts_with(want),
+            "{}",
+            sb.read("args.txt")
+        );
     }
 }
 
@@ -376,8 +397,10 @@ fn a_session_id_read_from_an_agents_store_is_checked_before_it_is_recorded() {
     // A stand-in Codex that writes a rollout whose id is `$ID`.
     let mut sb = Sandbox::with_session();
     let codex_home = sb.tmp.path().join("codex-home");
-    sb.env
-        .push(("CODEX_HOME".into(), codex_home.to_string_lossy().into_owned()));
+    sb.env.push((
+        "CODEX_HOME".into(),
+        codex_home.to_string_lossy().into_owned(),
+    ));
     sb.stand_in(
         "codex",
         &format!(
@@ -401,7 +424,10 @@ printf '{{"timestamp":"%s","type":"session_meta","payload":{{"id":"%s","timestam
         run("0199a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b"),
         "0199a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b"
     );
-    assert_eq!(run("--dangerously-bypass-approvals-and-sandbox"), Value::Null);
+    assert_eq!(
+        run("--dangerously-bypass-approvals-and-sandbox"),
+        Value::Null
+    );
 }
 
 #[test]
@@ -437,10 +463,20 @@ fn session_text_never_forms_an_import_for_claude_code() {
         .into_iter()
         .map(|r| r.body)
         .collect();
-    assert!(bodies.iter().any(|b| b.contains("Build the thing")), "the block reached the model");
-    assert!(bodies.iter().any(|b| b.contains("USER-IMPORT-REACHED-5512")), "imports work here");
     assert!(
-        !bodies.iter().any(|b| b.contains("SECRET-NOTES-IMPORTED-7731")),
+        bodies.iter().any(|b| b.contains("Build the thing")),
+        "the block reached the model"
+    );
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("USER-IMPORT-REACHED-5512")),
+        "imports work here"
+    );
+    assert!(
+        !bodies
+            .iter()
+            .any(|b| b.contains("SECRET-NOTES-IMPORTED-7731")),
         "session text imported notes/x.md"
     );
 }
@@ -466,16 +502,34 @@ fn session_text_never_forms_an_import_for_gemini_cli() {
         ("GEMINI_API_KEY".to_string(), "test-key".to_string()),
         ("GEMINI_CLI_TRUST_WORKSPACE".to_string(), "true".to_string()),
     ]);
-    sb.ok(&["run", "gemini", "--", "-m", "gemini-2.5-flash", "-p", "hello"]);
+    sb.ok(&[
+        "run",
+        "gemini",
+        "--",
+        "-m",
+        "gemini-2.5-flash",
+        "-p",
+        "hello",
+    ]);
     let bodies: Vec<String> = mock
         .model_requests("/v1beta/models/")
         .into_iter()
         .map(|r| r.body)
         .collect();
-    assert!(bodies.iter().any(|b| b.contains("Build the thing")), "the block reached the model");
-    assert!(bodies.iter().any(|b| b.contains("USER-IMPORT-REACHED-5512")), "imports work here");
     assert!(
-        !bodies.iter().any(|b| b.contains("SECRET-NOTES-IMPORTED-7731")),
+        bodies.iter().any(|b| b.contains("Build the thing")),
+        "the block reached the model"
+    );
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("USER-IMPORT-REACHED-5512")),
+        "imports work here"
+    );
+    assert!(
+        !bodies
+            .iter()
+            .any(|b| b.contains("SECRET-NOTES-IMPORTED-7731")),
         "session text imported notes/x.md"
     );
 }
@@ -490,7 +544,10 @@ fn an_end_marker_with_text_after_it_is_refused_and_nothing_is_lost() {
     );
     sb.write("CLAUDE.md", &text);
     let err = sb.fails(&["export", "--to", "claude"], 6);
-    assert!(err.contains("not exactly") && err.contains("CLAUDE.md"), "{err}");
+    assert!(
+        err.contains("not exactly") && err.contains("CLAUDE.md"),
+        "{err}"
+    );
     assert_eq!(sb.read("CLAUDE.md"), text);
     // The same for a start marker line with text after it, and in `run`'s export.
     let sb = Sandbox::with_session();
@@ -553,7 +610,10 @@ fn context_files_in_other_encodings_are_refused_by_name() {
         .into_iter()
         .chain("R\n".chars().flat_map(|c| (c as u32).to_le_bytes()))
         .collect();
-    let no_bom: Vec<u8> = "# Rules\n".encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let no_bom: Vec<u8> = "# Rules\n"
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
     for (content, name) in [
         (utf16, "UTF-16 LE"),
         (utf16be, "UTF-16 BE"),
@@ -577,12 +637,19 @@ fn context_files_in_other_encodings_are_refused_by_name() {
 fn a_new_block_goes_where_an_agent_with_a_read_limit_reads_it() {
     // Codex reads the first 32 KiB of AGENTS.md: a 39,200-byte file gets the block on top.
     let sb = Sandbox::with_session();
-    let mine = format!("# Rules\n\n{}", "rule line of forty bytes, more or less.\n".repeat(980));
+    let mine = format!(
+        "# Rules\n\n{}",
+        "rule line of forty bytes, more or less.\n".repeat(980)
+    );
     assert_eq!(mine.len(), 9 + 40 * 980);
     sb.write("AGENTS.md", &mine);
     let out = sb.run(&["export", "--to", "codex"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains("at the top of AGENTS.md"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("at the top of AGENTS.md"),
+        "{}",
+        stdout(&out)
+    );
     let text = sb.read("AGENTS.md");
     assert!(text.starts_with("<!-- pas-agent:start"), "{}", &text[..200]);
     assert!(text.ends_with(&mine));
@@ -590,7 +657,10 @@ fn a_new_block_goes_where_an_agent_with_a_read_limit_reads_it() {
     assert!(end < 32 * 1024);
     // Codex does not see the rest of the file: said with the numbers.
     let err = stderr(&out);
-    assert!(err.contains("32768 bytes") && err.contains(&text.len().to_string()), "{err}");
+    assert!(
+        err.contains("32768 bytes") && err.contains(&text.len().to_string()),
+        "{err}"
+    );
     // Updated later, it stays on top.
     sb.ok(&["update", "--next", "again"]);
     sb.ok(&["export", "--to", "codex"]);
@@ -614,5 +684,69 @@ fn a_new_block_goes_where_an_agent_with_a_read_limit_reads_it() {
     sb.write("AGENTS.md", "# Rules\n");
     let out = sb.run(&["export", "--to", "codex"]);
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
-    assert!(sb.read("AGENTS.md").starts_with("# Rules\n\n<!-- pas-agent:start"));
+    assert!(
+        sb.read("AGENTS.md")
+            .starts_with("# Rules\n\n<!-- pas-agent:start")
+    );
+}
+
+/// The text of the block in `text` (markers included).
+fn block_of(text: &str) -> &str {
+    let start = text.find("<!-- pas-agent:start").expect("a block");
+    let end = text.find("<!-- pas-agent:end -->").expect("an end marker");
+    &text[start..end]
+}
+
+#[test]
+fn a_context_file_that_imports_another_with_a_block_gets_no_second_block() {
+    for (agent, file, import) in [
+        ("claude", "CLAUDE.md", "@AGENTS.md"),
+        ("gemini", "GEMINI.md", "See @./AGENTS.md for the rules."),
+    ] {
+        let sb = Sandbox::with_session();
+        sb.ok(&["export", "--to", "codex"]);
+        let mine = format!("# Rules\n\n{import}\n");
+        sb.write(file, &mine);
+        sb.ok(&["update", "--next", "the current next step"]);
+        let out = sb.ok(&["export", "--to", agent]);
+        assert!(out.contains("imports AGENTS.md"), "{out}");
+        assert_eq!(sb.read(file), mine, "{file} got a second block");
+        assert!(sb.read("AGENTS.md").contains("the current next step"));
+        // `run` does the same.
+        sb.stand_in(agent, "exit 0");
+        sb.ok(&["update", "--next", "a later step"]);
+        sb.ok(&["run", agent]);
+        assert_eq!(sb.read(file), mine);
+        assert!(sb.read("AGENTS.md").contains("a later step"));
+    }
+}
+
+#[test]
+fn blocks_an_agent_sees_through_imports_are_kept_current_together() {
+    let sb = Sandbox::with_session();
+    // CLAUDE.md with a block of its own, which later starts importing AGENTS.md.
+    sb.ok(&["export", "--to", "claude"]);
+    let claude = format!("@AGENTS.md\n\n{}", sb.read("CLAUDE.md"));
+    sb.write("CLAUDE.md", &claude);
+    sb.ok(&["update", "--next", "the newest step"]);
+    let out = sb.run(&["export", "--to", "codex"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("Claude Code sees 2 pas-agent blocks") && err.contains("CLAUDE.md"),
+        "{err}"
+    );
+    let (a, c) = (sb.read("AGENTS.md"), sb.read("CLAUDE.md"));
+    assert!(c.starts_with("@AGENTS.md\n\n<!-- pas-agent:start"), "{c}");
+    assert_eq!(block_of(&a), block_of(&c));
+    assert!(block_of(&c).contains("the newest step"));
+    // And from the other side.
+    sb.ok(&["update", "--next", "one more"]);
+    let err = stderr(&sb.run(&["export", "--to", "claude"]));
+    assert!(err.contains("sees 2 pas-agent blocks"), "{err}");
+    assert!(block_of(&sb.read("AGENTS.md")).contains("one more"));
+    assert_eq!(
+        block_of(&sb.read("AGENTS.md")),
+        block_of(&sb.read("CLAUDE.md"))
+    );
 }
