@@ -132,7 +132,7 @@ impl serde_json::ser::Formatter for JsonFormatter {
     ) -> std::io::Result<()> {
         let mut rest = fragment;
         while let Some((i, c)) = rest.char_indices().find(|&(_, c)| is_unsafe(c)) {
-            w.write_all(rest[..i].as_bytes())?;
+            w.write_all(&rest.as_bytes()[..i])?;
             write!(w, "\\u{:04x}", c as u32)?;
             rest = &rest[i + c.len_utf8()..];
         }
