@@ -25,8 +25,9 @@ pub struct Agent {
     pub executables: &'static [&'static str],
     /// The context file the agent reads at startup, relative to the project root.
     pub context_file: &'static str,
-    /// How many characters of a rules file the agent reads, where it is known to cut off.
-    pub context_char_limit: Option<usize>,
+    /// How much of its context file the agent reads, where it is known to cut off: the block
+    /// is placed and checked against it (see `crate::export`).
+    pub read_limit: Option<ReadLimit>,
     /// Arguments the launcher adds so that the agent reads the context file, for agents that
     /// load no file by themselves (`{context}` stands for [`Agent::context_file`]).
     pub context_args: &'static [&'static str],
@@ -34,6 +35,100 @@ pub struct Agent {
     pub resume: Option<Resume>,
     /// How the launcher learns the id of the agent's session for a new run.
     pub session_id: SessionId,
+    /// What the agent's session ids look like. An id read from any file (`session.json`, the
+    /// agent's own store, a capture) reaches a command line or a record only when it has this
+    /// shape, and no shape admits a leading `-`, so an id is never read as a flag.
+    pub id_shape: IdShape,
+    /// Whether the agent reads `@path` in its context file as an import of that file (Claude
+    /// Code, Gemini CLI and its fork Qwen Code); export then looks through those imports for
+    /// another pas-agent block the agent would see as well.
+    pub at_imports: bool,
+}
+
+/// How much of a context file an agent reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimit {
+    /// The amount read, in `unit`s from the start of the file.
+    pub amount: usize,
+    /// What `amount` counts.
+    pub unit: LimitUnit,
+}
+
+/// The unit of a [`ReadLimit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitUnit {
+    /// Bytes.
+    Bytes,
+    /// Unicode characters (a file that is not UTF-8 counts one per replaced sequence).
+    Chars,
+}
+
+impl ReadLimit {
+    /// The length of `bytes` in this limit's unit.
+    pub fn measure(&self, bytes: &[u8]) -> usize {
+        match self.unit {
+            LimitUnit::Bytes => bytes.len(),
+            LimitUnit::Chars => String::from_utf8_lossy(bytes).chars().count(),
+        }
+    }
+
+    /// `32768 bytes`, `12000 characters`.
+    pub fn describe(&self, n: usize) -> String {
+        match self.unit {
+            LimitUnit::Bytes => format!("{n} bytes"),
+            LimitUnit::Chars => format!("{n} characters"),
+        }
+    }
+}
+
+/// The shape of an agent's session ids. Every shape starts with an ASCII letter or digit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdShape {
+    /// No ids are learned or resumed: every id is refused.
+    None,
+    /// A UUID: 8-4-4-4-12 hexadecimal digits, either case, any version (Claude Code's v4,
+    /// Codex's v7).
+    Uuid,
+    /// `prefix` then a UUID (Amp's `T-…`).
+    PrefixedUuid(&'static str),
+    /// `prefix` then exactly `len` ASCII letters and digits (OpenCode's `ses_…`).
+    PrefixedAlnum {
+        /// What the id starts with (`ses_`).
+        prefix: &'static str,
+        /// How many letters and digits follow.
+        len: usize,
+    },
+    /// Digits, `_`, digits (Goose's `20251108_1`).
+    DateSerial,
+}
+
+impl IdShape {
+    /// Whether `id` has this shape.
+    pub fn accepts(&self, id: &str) -> bool {
+        fn uuid(s: &str) -> bool {
+            let groups: Vec<&str> = s.split('-').collect();
+            groups.len() == 5
+                && groups
+                    .iter()
+                    .zip([8, 4, 4, 4, 12])
+                    .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+        }
+        match *self {
+            IdShape::None => false,
+            IdShape::Uuid => uuid(id),
+            IdShape::PrefixedUuid(prefix) => id.strip_prefix(prefix).is_some_and(uuid),
+            IdShape::PrefixedAlnum { prefix, len } => id
+                .strip_prefix(prefix)
+                .is_some_and(|r| r.len() == len && r.bytes().all(|b| b.is_ascii_alphanumeric())),
+            IdShape::DateSerial => id.split_once('_').is_some_and(|(a, b)| {
+                !a.is_empty()
+                    && !b.is_empty()
+                    && a.len() <= 16
+                    && b.len() <= 16
+                    && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())
+            }),
+        }
+    }
 }
 
 /// The agent's own syntax for resuming a session by id: `args` (with `{id}` replaced) go before
@@ -153,7 +248,7 @@ pub const AGENTS: &[Agent] = &[
         aliases: &["claude"],
         executables: &["claude"],
         context_file: "CLAUDE.md",
-        context_char_limit: None,
+        read_limit: None,
         context_args: &[],
         resume: Some(RESUME_FLAG),
         session_id: SessionId::Choose {
@@ -170,6 +265,10 @@ pub const AGENTS: &[Agent] = &[
             ],
             store: Some(Store::ClaudeProjects),
         },
+        // Ids: UUIDs, `<id>.jsonl` in the store (checked: claude 2.1.197). `@path` imports: see
+        // `crate::export::imports`.
+        id_shape: IdShape::Uuid,
+        at_imports: true,
     },
     // Codex CLI. Executable `codex`, context `AGENTS.md` from the git root down to the cwd
     // ([CX-agentsmd]). No way to choose the id (openai/codex discussion #3827): it is read from
@@ -181,13 +280,20 @@ pub const AGENTS: &[Agent] = &[
         aliases: &[],
         executables: &["codex"],
         context_file: "AGENTS.md",
-        context_char_limit: None,
+        read_limit: Some(ReadLimit {
+            amount: 32 * 1024,
+            unit: LimitUnit::Bytes,
+        }),
         context_args: &[],
         resume: Some(Resume {
             args: &["resume", "{id}"],
             subcommands: &["exec", "e"],
         }),
         session_id: SessionId::Discover(Store::CodexRollouts),
+        // Ids: UUID v7, `session_meta.payload.id` (checked: codex-cli 0.171.0 rollouts). Codex
+        // reads at most `project_doc_max_bytes` (default 32 KiB) of AGENTS.md ([CX-config]).
+        id_shape: IdShape::Uuid,
+        at_imports: false,
     },
     // Gemini CLI. Executable `gemini`, context `GEMINI.md` in the workspace and its parents
     // ([GM-geminimd]). `-r/--resume <uuid|index|latest>` ([GM-cli], [GM-sessions]; checked:
@@ -199,10 +305,14 @@ pub const AGENTS: &[Agent] = &[
         aliases: &["gemini"],
         executables: &["gemini"],
         context_file: "GEMINI.md",
-        context_char_limit: None,
+        read_limit: None,
         context_args: &[],
         resume: Some(RESUME_FLAG),
         session_id: SessionId::Discover(Store::GeminiChats),
+        // Ids: UUIDs, `sessionId` (checked: gemini 0.61.0 chat files); `@path` imports in
+        // GEMINI.md ([GM-memport]; `findImports` in the 0.61.0 bundle).
+        id_shape: IdShape::Uuid,
+        at_imports: true,
     },
     // OpenCode. Executable `opencode`, context `AGENTS.md` found walking up ([OC-cli]).
     // `-s/--session <id>` continues a session, for the TUI and for `opencode run`;
@@ -215,7 +325,7 @@ pub const AGENTS: &[Agent] = &[
         aliases: &[],
         executables: &["opencode"],
         context_file: "AGENTS.md",
-        context_char_limit: None,
+        read_limit: None,
         context_args: &[],
         resume: Some(Resume {
             args: &["--session", "{id}"],
@@ -224,6 +334,13 @@ pub const AGENTS: &[Agent] = &[
         session_id: SessionId::Listed {
             args: &["session", "list", "--format", "json"],
         },
+        // Ids: `ses_` then 12 hex digits and 14 base-62 characters (checked: opencode 1.18.33,
+        // `Identifier.create` in its bundle).
+        id_shape: IdShape::PrefixedAlnum {
+            prefix: "ses_",
+            len: 26,
+        },
+        at_imports: false,
     },
     // Cursor CLI. Reads `AGENTS.md` at the root; executable `cursor-agent`, newer releases
     // also `agent` ([CU-devhints], [CU-changelog]). `--resume <chatId>` ([CU-devhints]).
@@ -236,10 +353,13 @@ pub const AGENTS: &[Agent] = &[
         aliases: &[],
         executables: &["cursor-agent", "agent"],
         context_file: "AGENTS.md",
-        context_char_limit: None,
+        read_limit: None,
         context_args: &[],
         resume: Some(RESUME_FLAG),
         session_id: SessionId::Unknown,
+        // Ids: chat ids are UUIDs ([CU-coder747]). Unverified.
+        id_shape: IdShape::Uuid,
+        at_imports: false,
     },
     // Kiro CLI ≥ 2.18 loads `AGENTS.md` from the workspace ([KI-sessions], [RS-ff]);
     // executable `kiro-cli`. `kiro-cli chat --resume-id <id>`; on exit it prints
@@ -250,7 +370,7 @@ pub const AGENTS: &[Agent] = &[
         aliases: &["kiro"],
         executables: &["kiro-cli"],
         context_file: "AGENTS.md",
-        context_char_limit: None,
+        read_limit: None,
         context_args: &[],
         resume: Some(Resume {
             args: &["chat", "--resume-id", "{id}"],
@@ -259,6 +379,9 @@ pub const AGENTS: &[Agent] = &[
         session_id: SessionId::Printed {
             marker: "--resume-id ",
         },
+        // Ids: UUIDs ([KI-sessions]). Unverified.
+        id_shape: IdShape::Uuid,
+        at_imports: false,
     },
     // Antigravity reads root `AGENTS.md` since 1.20.3 and only the first 12,000 characters of a
     // rules file ([AG-skly], [AG-promptscript]); its CLI is `agy` ([AG-hermes]). No documented
@@ -269,10 +392,16 @@ pub const AGENTS: &[Agent] = &[
         aliases: &["agy"],
         executables: &["agy"],
         context_file: "AGENTS.md",
-        context_char_limit: Some(12_000),
+        read_limit: Some(ReadLimit {
+            amount: 12_000,
+            unit: LimitUnit::Chars,
+        }),
         context_args: &[],
         resume: None,
         session_id: SessionId::Unknown,
+        // No resume: no ids.
+        id_shape: IdShape::None,
+        at_imports: false,
     },
     // Aider loads no instruction file by itself; the convention is `--read <file>`
     // ([AI-lore], [RU-readme]: ruler writes AGENTS.md and adds it to `read:`). It has no
@@ -283,10 +412,13 @@ pub const AGENTS: &[Agent] = &[
         aliases: &[],
         executables: &["aider"],
         context_file: "AGENTS.md",
-        context_char_limit: None,
+        read_limit: None,
         context_args: &["--read", "{context}"],
         resume: None,
         session_id: SessionId::Unknown,
+        // No session ids.
+        id_shape: IdShape::None,
+        at_imports: false,
     },
     // GitHub Copilot CLI reads `AGENTS.md` among others ([CP-instr]). `--session-id <id>`
     // "Resume an existing session or task by ID, or set the UUID for a new session";
@@ -297,7 +429,7 @@ pub const AGENTS: &[Agent] = &[
         aliases: &["copilot-cli"],
         executables: &["copilot"],
         context_file: "AGENTS.md",
-        context_char_limit: None,
+        read_limit: None,
         context_args: &[],
         resume: Some(RESUME_FLAG),
         session_id: SessionId::Choose {
@@ -305,6 +437,9 @@ pub const AGENTS: &[Agent] = &[
             unless: &["--session-id", "-r", "--resume", "--continue", "--connect"],
             store: None,
         },
+        // Ids: "set the UUID for a new session" (copilot 1.0.102 `--help`).
+        id_shape: IdShape::Uuid,
+        at_imports: false,
     },
     // Qwen Code (a Gemini CLI fork) reads `QWEN.md` ([RS-ff], [AC-qwen]). `--session-id`
     // "Specify a session ID for this run", `-r/--resume <id>`, `-c/--continue` (checked:
@@ -315,7 +450,7 @@ pub const AGENTS: &[Agent] = &[
         aliases: &["qwen"],
         executables: &["qwen"],
         context_file: "QWEN.md",
-        context_char_limit: None,
+        read_limit: None,
         context_args: &[],
         resume: Some(RESUME_FLAG),
         session_id: SessionId::Choose {
@@ -323,6 +458,10 @@ pub const AGENTS: &[Agent] = &[
             unless: &["--session-id", "-r", "--resume", "-c", "--continue"],
             store: None,
         },
+        // Ids: UUIDs, as in Gemini CLI, which it forks; `@path` imports as in Gemini CLI
+        // ([AC-qwen]). Unverified.
+        id_shape: IdShape::Uuid,
+        at_imports: true,
     },
     // Amp reads `AGENTS.md` ([AC-amp], [RS-ff]); executable `amp` (npm `@ampcode/cli`).
     // `amp threads continue <T-…>` ([AM-ralph], [AM-hex]). Thread ids come from its service
@@ -333,13 +472,16 @@ pub const AGENTS: &[Agent] = &[
         aliases: &[],
         executables: &["amp"],
         context_file: "AGENTS.md",
-        context_char_limit: None,
+        read_limit: None,
         context_args: &[],
         resume: Some(Resume {
             args: &["threads", "continue", "{id}"],
             subcommands: &[],
         }),
         session_id: SessionId::Unknown,
+        // Ids: `T-` then a UUID ([AM-hex]). Unverified.
+        id_shape: IdShape::PrefixedUuid("T-"),
+        at_imports: false,
     },
     // Goose reads `.goosehints` ([GO-hints]). `goose session -r --session-id <id>` ([GO-cli]);
     // sessions are named, not announced. Unverified: not on the registries reached here.
@@ -349,13 +491,16 @@ pub const AGENTS: &[Agent] = &[
         aliases: &[],
         executables: &["goose"],
         context_file: ".goosehints",
-        context_char_limit: None,
+        read_limit: None,
         context_args: &[],
         resume: Some(Resume {
             args: &["session", "--resume", "--session-id", "{id}"],
             subcommands: &[],
         }),
         session_id: SessionId::Unknown,
+        // Ids: `20251108_1` ([GO-cli]). Unverified.
+        id_shape: IdShape::DateSerial,
+        at_imports: false,
     },
 ];
 
@@ -458,5 +603,53 @@ mod tests {
             by_name("aider").unwrap().context_args(),
             os(&["--read", "AGENTS.md"])
         );
+    }
+
+    #[test]
+    fn id_shapes_accept_real_ids_and_never_a_flag() {
+        let ok = [
+            ("claude-code", "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b"),
+            ("codex", "0199a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b"),
+            ("gemini-cli", "3F2A1B4C-5D6E-4F70-8A9B-0C1D2E3F4A5B"),
+            ("opencode", "ses_3a9f0c1e2b4dAbCdEfGhIjKlMn"),
+            ("amp", "T-3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b"),
+            ("goose", "20251108_1"),
+        ];
+        for (agent, id) in ok {
+            assert!(by_name(agent).unwrap().id_shape.accepts(id), "{agent} {id}");
+        }
+        let hostile = [
+            "--dangerously-skip-permissions",
+            "-c",
+            "--yolo",
+            "--approval-mode=yolo",
+            "",
+            "-3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b",
+            "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b --yolo",
+            "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b\n",
+            "ses_--dangerously-skip-per",
+            "T---yolo",
+            "_1",
+        ];
+        for a in AGENTS {
+            for id in hostile {
+                assert!(!a.id_shape.accepts(id), "{} accepts {id:?}", a.id);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_shape_admits_a_leading_dash_or_a_space(id in "\\PC{0,60}") {
+            for a in AGENTS {
+                if a.id_shape.accepts(&id) {
+                    proptest::prop_assert!(
+                        id.starts_with(|c: char| c.is_ascii_alphanumeric())
+                            && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+                        "{} accepts {:?}", a.id, id
+                    );
+                }
+            }
+        }
     }
 }

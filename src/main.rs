@@ -5,31 +5,43 @@ use std::process::ExitCode;
 use clap::Parser;
 use pas_agent::cli::Cli;
 use pas_agent::error::{Error, exit};
+use pas_agent::term;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e),
+    };
     if let Some(dir) = &cli.dir
         && let Err(e) = std::env::set_current_dir(dir)
     {
-        eprintln_safe(&format!(
-            "error: cannot change to {}: {e}",
-            pas_agent::term::clean(&dir.to_string_lossy())
-        ));
+        term::error(&format!("cannot change to {}: {e}", dir.to_string_lossy()));
         return code(exit::USAGE);
     }
     match pas_agent::cmd::dispatch(cli.command) {
         Ok(c) => code(c),
         Err(Error::BrokenPipe) => code(exit::OK),
         Err(e) => {
-            eprintln_safe(&format!("error: {e}"));
+            term::error(&e.to_string());
             code(e.exit_code())
         }
     }
 }
 
-fn eprintln_safe(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{message}");
+/// What clap would print and exit with, but through the sanitiser: clap's messages quote the
+/// offending argument (`invalid value 'A<ESC>]52;…' for '--to'`), and clap writes them raw.
+/// Help and version go to stdout (exit 0), errors to stderr (exit 2), as clap does; the text is
+/// clap's plain rendering, without its colours.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    let text = e.render().to_string();
+    if e.use_stderr() {
+        term::note(text.trim_end_matches('\n'));
+    } else if let Err(err) = term::print(&text)
+        && !matches!(err, Error::BrokenPipe)
+    {
+        return code(exit::FAILURE);
+    }
+    code(e.exit_code())
 }
 
 /// Exit codes above 255 (possible on Windows) are passed on as the low byte.

@@ -1,6 +1,16 @@
 //! Terminal input and output: the one sanitiser for text shown to people, warnings on stderr,
 //! and prompts that only ever read from a terminal.
+//!
+//! Every byte this process writes to stdout or stderr leaves through this module ([`print`],
+//! [`warn`], [`note`], [`error`], [`print_json`]; `clippy.toml` disallows the `print!` family
+//! elsewhere), and each of those cleans what it writes with [`clean_output`] at that edge. So a
+//! string read from a file (a commit id, a branch, a path, an argument echoed in an error) is
+//! treated exactly like text typed by the user, whichever command prints it and however the
+//! message was assembled. There is no way around it: the shell scripts of `hook` and the
+//! block of `export -o -` go through [`print`] too (they hold no control character).
+//! The agent's own output under `run` is the agent's, passed on by `crate::launch`.
 
+use std::borrow::Cow;
 use std::io::{BufRead, IsTerminal, Write};
 
 use crate::error::{Error, Result};
@@ -27,25 +37,145 @@ pub fn clean_line(text: &str) -> String {
     out
 }
 
-fn is_unsafe(c: char) -> bool {
+/// Whether `c` may never reach a terminal raw: C0 and C1 controls, DEL, the bidirectional
+/// embeddings, overrides, isolates and marks (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
+/// U+061C), and the Unicode line and paragraph separators (U+2028, U+2029).
+pub fn is_unsafe(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+        || matches!(
+            c,
+            '\u{202A}'..='\u{202E}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200E}'
+                | '\u{200F}'
+                | '\u{061C}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
 }
 
-/// Prints `warning: <message>` on stderr. Errors writing stderr are ignored: there is nowhere
+/// [`clean`] for whole messages: like it, but newlines and tabs (the layout this program
+/// writes) are kept. Applied by every function here that writes to stdout or stderr.
+pub fn clean_output(text: &str) -> Cow<'_, str> {
+    let keep = |c: char| c == '\n' || c == '\t' || !is_unsafe(c);
+    if text.chars().all(keep) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(
+            text.chars()
+                .map(|c| if keep(c) { c } else { '?' })
+                .collect(),
+        )
+    }
+}
+
+/// Writes `text`, cleaned, to stderr. Errors writing stderr are ignored: there is nowhere
 /// left to report them.
+fn to_stderr(text: &str) {
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(clean_output(text).as_bytes());
+}
+
+/// Prints `warning: <message>` on stderr, cleaned.
 pub fn warn(message: &str) {
-    let _ = writeln!(std::io::stderr(), "warning: {message}");
+    to_stderr(&format!("warning: {message}\n"));
 }
 
-/// Prints a line on stderr (notes and hints that are not the command's output).
+/// Prints a line on stderr (notes and hints that are not the command's output), cleaned.
 pub fn note(message: &str) {
-    let _ = writeln!(std::io::stderr(), "{message}");
+    to_stderr(&format!("{message}\n"));
 }
 
-/// Writes `text` to stdout. A closed pipe (`pas-agent list | head -1`) becomes
-/// [`Error::BrokenPipe`], which exits quietly.
+/// Prints `error: <message>` on stderr, cleaned: the last words of a failed command.
+pub fn error(message: &str) {
+    to_stderr(&format!("error: {message}\n"));
+}
+
+/// Writes `text` to stdout, cleaned by [`clean_output`]. A closed pipe
+/// (`pas-agent list | head -1`) becomes [`Error::BrokenPipe`], which exits quietly.
 pub fn print(text: &str) -> Result<()> {
+    write_stdout(&clean_output(text))
+}
+
+/// Writes `value` as pretty JSON and a newline on stdout. Strings are escaped by
+/// [`JsonFormatter`], so the document holds no control character raw (serde_json escapes only
+/// the C0 controls).
+pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let mut text = to_json(value)?;
+    text.push('\n');
+    print(&text)
+}
+
+/// `value` as pretty JSON (two-space indent) whose strings escape, besides what JSON requires,
+/// every character [`is_unsafe`] names (C1 controls, DEL, bidi controls, U+2028/U+2029) as
+/// `\uXXXX`. Decoding gives back the same strings.
+pub fn to_json(value: &impl serde::Serialize) -> Result<String> {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, JsonFormatter::default());
+    value
+        .serialize(&mut ser)
+        .map_err(|e| Error::Message(format!("cannot encode JSON: {e}")))?;
+    String::from_utf8(out).map_err(|e| Error::Message(format!("cannot encode JSON: {e}")))
+}
+
+/// serde_json's pretty formatter, with string fragments that escape every [`is_unsafe`]
+/// character serde_json would leave raw.
+#[derive(Default)]
+pub struct JsonFormatter(serde_json::ser::PrettyFormatter<'static>);
+
+impl serde_json::ser::Formatter for JsonFormatter {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some((i, c)) = rest.char_indices().find(|&(_, c)| is_unsafe(c)) {
+            w.write_all(&rest.as_bytes()[..i])?;
+            write!(w, "\\u{:04x}", c as u32)?;
+            rest = &rest[i + c.len_utf8()..];
+        }
+        w.write_all(rest.as_bytes())
+    }
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+fn write_stdout(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
@@ -97,5 +227,25 @@ mod tests {
         assert_eq!(clean("x\u{9b}2J\u{202e}"), "x?2J?");
         assert_eq!(clean_line(" one\n two\t\r\nthree "), "one two three");
         assert_eq!(clean("héllo ✓"), "héllo ✓");
+        assert_eq!(clean_output("a\n\tb\r\u{7f}\u{2028}"), "a\n\tb???");
+    }
+
+    #[test]
+    fn json_escapes_what_serde_json_leaves_raw() {
+        let text = "a\u{1b}b\u{85}c\u{7f}d\u{202e}e\u{2028}f\u{9b}g\"h\\";
+        let json = to_json(&serde_json::json!({ "k": [text] })).unwrap();
+        assert!(json.chars().all(|c| c == '\n' || !is_unsafe(c)), "{json:?}");
+        assert!(
+            json.contains("\\u0085") && json.contains("\\u202e"),
+            "{json}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["k"][0], text);
+        // Same layout as serde_json's own pretty printer.
+        let plain = serde_json::json!({ "a": [1, {"b": "c"}], "d": {} });
+        assert_eq!(
+            to_json(&plain).unwrap(),
+            serde_json::to_string_pretty(&plain).unwrap()
+        );
     }
 }

@@ -46,23 +46,28 @@ fn print_report(
             crate::term::note(&format!("    {}", clean(&line)));
         }
     }
-    if let Some(limit) = agent.context_char_limit
-        && report.file_chars > limit
-    {
-        warn(&format!(
-            "{} is {} characters long, and {} reads only the first {limit}; shorten the session (`pas-agent remove`) or the rest of the file",
-            display(&report.target.path, cwd),
-            report.file_chars,
-            agent.name
-        ));
+    for warning in report.warnings(&display(&report.target.path, cwd)) {
+        warn(&warning);
     }
     let path = display(&report.target.path, cwd);
+    if let Some(via) = &report.via_import {
+        let via = display(via, cwd);
+        crate::term::print(&format!(
+            "{path} imports {via}, which holds the pas-agent block: updated that block and left {path} as it was, so {} sees one current block.\n",
+            agent.name
+        ))?;
+        return Ok(0);
+    }
     let what = match report.outcome {
         Outcome::Created => format!("Created {path} for {}.", agent.name),
         Outcome::Updated => format!("Updated the pas-agent block in {path}."),
         Outcome::Appended => {
             format!("Added a pas-agent block to {path}; the existing content was kept.")
         }
+        Outcome::Inserted => format!(
+            "Added a pas-agent block at the top of {path}, where {} reads it; the existing content was kept after it.",
+            agent.name
+        ),
         Outcome::Overwritten => format!("Overwrote {path} with the pas-agent block."),
     };
     let hint = if report.target.at_default {

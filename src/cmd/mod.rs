@@ -125,7 +125,7 @@ fn git_line(git: &GitRef) -> String {
         None => "detached HEAD".into(),
     };
     let commit = match &git.commit {
-        Some(c) => c.chars().take(8).collect(),
+        Some(c) => clean_line(&c.chars().take(8).collect::<String>()),
         None => "no commits".to_string(),
     };
     let dirty = if git.dirty {
@@ -170,10 +170,7 @@ fn task_head(task: &TaskState, out: &mut String) {
     }
 }
 
-/// Prints `value` as pretty JSON on stdout.
+/// Prints `value` as pretty JSON on stdout ([`crate::term::print_json`]).
 fn print_json(value: &impl serde::Serialize) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::Message(format!("cannot encode JSON: {e}")))?;
-    text.push('\n');
-    crate::term::print(&text)
+    crate::term::print_json(value)
 }

@@ -115,6 +115,19 @@ fn agent_args(
                         a.aliases.first().copied().unwrap_or(a.id)
                     ))
                 })?;
+            // The id comes from session.json, which a cloned repository controls: only an id
+            // of the agent's own shape (never starting with `-`) reaches its command line.
+            if !a.id_shape.accepts(&id) {
+                return Err(launcher_error(format!(
+                    "the session id recorded for {} in {}, `{}`, is not a {} session id, so it is not passed to {}; nothing was started\n  hint: start a new session with `pas-agent run {}`",
+                    a.name,
+                    project.session_path().display(),
+                    crate::term::clean(&id),
+                    a.name,
+                    a.name,
+                    a.aliases.first().copied().unwrap_or(a.id)
+                )));
+            }
             (syntax.apply(&id, &user), None, Some(id))
         }
         (Some(a), false) => {
@@ -221,11 +234,17 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     };
     let started = record::before(&project, &plan)?;
     match &started.export {
-        Some(Ok(report)) => note(&format!(
-            "pas-agent: exported the session to {} for {}",
-            clean(&report.target.path.to_string_lossy()),
-            plan.agent.map_or("the agent", |a| a.name)
-        )),
+        Some(Ok(report)) => {
+            let written = report.via_import.as_ref().unwrap_or(&report.target.path);
+            let shown = clean(&written.to_string_lossy());
+            note(&format!(
+                "pas-agent: exported the session to {shown} for {}",
+                plan.agent.map_or("the agent", |a| a.name)
+            ));
+            for warning in report.warnings(&shown) {
+                warn(&warning);
+            }
+        }
         Some(Err(e)) => warn(&format!("export skipped, the agent starts without it: {e}")),
         None => {}
     }

@@ -1,18 +1,19 @@
 //! `export`: render the session and splice it into an agent's context file (SPEC §4).
 
 pub mod block;
+pub mod imports;
 pub mod render;
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::Agent;
+use crate::agents::{Agent, ReadLimit};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, Links, Named, ReadError, WriteError, WriteGuard};
 use crate::git::{Repo, WorkTree};
 use crate::session::Project;
 use crate::stale::{self, Stale};
 
-pub use block::Outcome;
+pub use block::{Outcome, Place};
 
 /// Context files larger than this are not read, and an export that would make one larger is
 /// refused (16 MiB, [`crate::limits::CONTEXT_FILE`]).
@@ -28,7 +29,8 @@ pub struct Target {
     /// Whether this is the file the agent reads at startup: its context file at the project
     /// root (compared by full path, not by name as the original did).
     pub at_default: bool,
-    /// The session root: the path must resolve inside it unless the user named it.
+    /// The session root: the path must resolve inside it unless the user named it, and `@`
+    /// imports between context files are followed inside it.
     pub root: PathBuf,
     /// Who named the path: [`Named::ByUser`] for `-o PATH`, which may lie outside the root as
     /// long as no link inside the root leads there.
@@ -90,8 +92,86 @@ pub struct Report {
     pub outcome: Outcome,
     /// Set when the work moved on since the latest checkpoint.
     pub stale: Option<Stale>,
-    /// Characters in the whole file after the export (for agents that cut files off).
-    pub file_chars: usize,
+    /// Where the file stands against the agent's read limit, for agents that have one.
+    pub limit: Option<LimitReport>,
+    /// Set when the target was left as it was because the file it is imports this one, which
+    /// holds the block the agent sees; that block was updated instead.
+    pub via_import: Option<PathBuf>,
+    /// Other context files whose blocks an agent sees together with this one (through `@`
+    /// imports), each updated to the same content (or the reason it could not be).
+    pub also: Vec<(PathBuf, std::result::Result<(), String>)>,
+    /// The agents that see more than one block, with the files they read them from.
+    pub duplicates: Vec<(&'static str, Vec<PathBuf>)>,
+}
+
+/// How a written file measures against the agent's [`ReadLimit`], in the limit's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitReport {
+    /// The agent's limit.
+    pub limit: ReadLimit,
+    /// The whole file's length.
+    pub file: usize,
+    /// Where the block ends (just past its end marker line).
+    pub block_end: usize,
+}
+
+impl Report {
+    /// Warnings about what the agent will not read, naming the file as `shown`: the block (or
+    /// part of it) past the agent's read limit, or the rest of the file past it; blocks an agent
+    /// sees twice through imports; imported files whose block could not be updated.
+    pub fn warnings(&self, shown: &str) -> Vec<String> {
+        let name = |p: &Path| {
+            p.strip_prefix(self.target.root.canonicalize().unwrap_or_default())
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        };
+        let mut out = Vec::new();
+        for (agent, files) in &self.duplicates {
+            out.push(format!(
+                "{agent} sees {} pas-agent blocks, through `@` imports: {}; all were updated to the same content, but one is enough (remove the others' markers and the text between them)",
+                files.len(),
+                files.iter().map(|f| name(f)).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        for (file, result) in &self.also {
+            if let Err(e) = result {
+                out.push(format!(
+                    "{} holds a pas-agent block that an agent sees with this one, and it could not be updated: {e}",
+                    name(file)
+                ));
+            }
+        }
+        out.extend(self.limit_warnings(shown));
+        out
+    }
+
+    fn limit_warnings(&self, shown: &str) -> Vec<String> {
+        let Some(l) = self.limit else {
+            return Vec::new();
+        };
+        let agent = self.target.agent.name;
+        let amount = l.limit.describe(l.limit.amount);
+        if l.block_end > l.limit.amount {
+            vec![format!(
+                "{agent} reads only the first {amount} of {shown}, and the pas-agent block ends at {} of its {}, so {agent} does not see all of it; move the block nearer the top of the file or shorten the text before it",
+                l.limit.describe(l.block_end),
+                l.limit.describe(l.file),
+            )]
+        } else if l.file > l.limit.amount {
+            let placed = if self.outcome == Outcome::Inserted {
+                "the pas-agent block was put at the top of the file, so it is read, "
+            } else {
+                "the pas-agent block is within them, "
+            };
+            vec![format!(
+                "{shown} is {} long, and {agent} reads only the first {amount}; {placed}but the rest of the file past that point is not read",
+                l.limit.describe(l.file)
+            )]
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 /// Renders the session and writes it into `target`, under the session lock (so two exports to
@@ -187,12 +267,71 @@ pub fn write(
             )));
         }
     };
-    let (bytes, outcome) = block::splice(existing.as_deref(), &content, force).map_err(|reason| {
-        unsafe_(format!(
-            "{reason}; nothing was written\n  hint: fix the file by hand, or replace all of it with the block: `pas-agent export --to {} --force`",
-            target.agent.id
-        ))
-    })?;
+    if !force
+        && let Some(bytes) = &existing
+        && let Err(reason) = block::check_text(bytes)
+    {
+        return Err(unsafe_(format!("{reason}; nothing was written")));
+    }
+    let views = if force || !target.at_default {
+        Vec::new()
+    } else {
+        import_views(target)
+    };
+    let own_block = existing.as_deref().is_some_and(block::has_block);
+    // Context files hard-linked to each other (CLAUDE.md and AGENTS.md) stay linked.
+    let peers: Vec<PathBuf> = crate::agents::AGENTS
+        .iter()
+        .map(|a| target.root.join(a.context_file))
+        .chain(std::iter::once(target.path.clone()))
+        .collect();
+    let mut also: Vec<(PathBuf, std::result::Result<(), String>)> = Vec::new();
+    let mut update_others = |files: &[PathBuf]| {
+        for f in files {
+            if !also.iter().any(|(p, _)| p == f) {
+                also.push((f.clone(), update_block(&guard, &peers, f, &content)));
+            }
+        }
+    };
+    // The agent reads this file and, through its imports, a block elsewhere: that block is
+    // the one to keep current, and a second one here would only disagree with it later.
+    if !own_block && let Some(view) = views.iter().find(|v| v.own && !v.others.is_empty()) {
+        update_others(&view.others);
+        if let Some((_, Err(e))) = also.first() {
+            return Err(unsafe_(format!(
+                "it imports {}, which holds the block {} reads, and that block could not be updated: {e}",
+                view.others[0].display(),
+                view.agent
+            )));
+        }
+        return Ok(Report {
+            target: target.clone(),
+            outcome: Outcome::Updated,
+            stale,
+            limit: None,
+            via_import: Some(view.others[0].clone()),
+            also,
+            duplicates: Vec::new(),
+        });
+    }
+    let limit = target.agent.read_limit;
+    let splice = |place| {
+        block::splice(existing.as_deref(), &content, force, place).map_err(|reason| {
+            unsafe_(format!(
+                "{reason}; nothing was written\n  hint: fix the file by hand, or replace all of it with the block: `pas-agent export --to {} --force`",
+                target.agent.id
+            ))
+        })
+    };
+    let (mut bytes, mut outcome) = splice(Place::End)?;
+    // An agent that reads only the start of the file would miss a block appended past that
+    // point: a new block then goes to the top instead (the file's own text is kept as is).
+    if let Some(l) = limit
+        && outcome == Outcome::Appended
+        && block::block_end(&bytes).is_some_and(|end| l.measure(&bytes[..end]) > l.amount)
+    {
+        (bytes, outcome) = splice(Place::Top)?;
+    }
     // Never write a file the next export would refuse to read.
     crate::limits::CONTEXT_FILE
         .check_write(bytes.len())
@@ -209,19 +348,109 @@ pub fn write(
                 e => refused(e),
             })?;
     }
-    // Context files hard-linked to each other (CLAUDE.md and AGENTS.md) stay linked.
-    let peers: Vec<PathBuf> = crate::agents::AGENTS
-        .iter()
-        .map(|a| target.root.join(a.context_file))
-        .chain(std::iter::once(target.path.clone()))
-        .collect();
     guard
         .write(&target.path, &bytes, target.named, Links::KeepAmong(&peers))
         .map_err(refused)?;
+    let mut duplicates = Vec::new();
+    for view in views.iter().filter(|v| !v.others.is_empty()) {
+        update_others(&view.others);
+        let mut files = vec![target.path.clone()];
+        files.extend(view.others.iter().cloned());
+        duplicates.push((view.agent, files));
+    }
     Ok(Report {
         target: target.clone(),
         outcome,
         stale,
-        file_chars: String::from_utf8_lossy(&bytes).chars().count(),
+        limit: limit.map(|l| LimitReport {
+            limit: l,
+            file: l.measure(&bytes),
+            block_end: l.measure(&bytes[..block::block_end(&bytes).unwrap_or(bytes.len())]),
+        }),
+        via_import: None,
+        also,
+        duplicates,
     })
+}
+
+/// One agent's view that includes the target: the agent reads `file` at startup and, through
+/// its `@` imports, `others` that hold a pas-agent block too.
+struct View {
+    agent: &'static str,
+    /// Whether the target is the agent's own file (not one it imports).
+    own: bool,
+    /// Other files in the view that hold a block (canonical paths).
+    others: Vec<PathBuf>,
+}
+
+/// A path with its directory made canonical (and the file itself, when it exists).
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| {
+        match (
+            p.parent().and_then(|d| d.canonicalize().ok()),
+            p.file_name(),
+        ) {
+            (Some(d), Some(n)) => d.join(n),
+            _ => p.to_path_buf(),
+        }
+    })
+}
+
+/// The views of agents that follow `@` imports ([`Agent::at_imports`]) and would read the
+/// target's block: their own context file at the root is the target, or imports it.
+fn import_views(target: &Target) -> Vec<View> {
+    let me = canonical(&target.path);
+    let mut views: Vec<View> = Vec::new();
+    let mut done = std::collections::BTreeSet::new();
+    for agent in crate::agents::AGENTS.iter().filter(|a| a.at_imports) {
+        let file = canonical(&target.root.join(agent.context_file));
+        if !done.insert(file.clone()) {
+            continue;
+        }
+        let imported = imports::imported_files(&file, &target.root, Some(&me));
+        let own = file == me;
+        if !own && !imported.contains(&me) {
+            continue;
+        }
+        let others = std::iter::once(file)
+            .chain(imported)
+            .filter(|f| *f != me)
+            .filter(|f| {
+                fsutil::read_limited(f, MAX_CONTEXT_FILE_BYTES)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|b| block::has_block(&b))
+            })
+            .collect();
+        views.push(View {
+            agent: agent.name,
+            own,
+            others,
+        });
+    }
+    views
+}
+
+/// Replaces the block in `path` (which holds one) with `content`, through the same checks as
+/// the target; the reason as a sentence when it cannot.
+fn update_block(
+    guard: &WriteGuard,
+    peers: &[PathBuf],
+    path: &Path,
+    content: &str,
+) -> std::result::Result<(), String> {
+    guard.check(path, Named::ByUs).map_err(|e| e.to_string())?;
+    let bytes = match fsutil::read_limited(path, MAX_CONTEXT_FILE_BYTES) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Err("the file disappeared".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let (out, _) = block::splice(Some(&bytes), content, false, Place::End)?;
+    crate::limits::CONTEXT_FILE.check_write(out.len())?;
+    if out != bytes {
+        guard
+            .write(path, &out, Named::ByUs, Links::KeepAmong(peers))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

@@ -8,7 +8,15 @@
 //! Trust model: every user value is passed through [`inline`] (or [`code_span`] for paths),
 //! which keeps it on one line and backslash-escapes every character that could start Markdown
 //! structure, so a task description cannot fake a marker, a heading, a fence, a list, a rule,
-//! a link or HTML (§7 defect 8 of the original).
+//! a link or HTML (§7 defect 8 of the original), nor an import: `@path` is an import for
+//! Claude Code and Gemini CLI only where the `@` follows whitespace or starts the text (Claude
+//! Code 2.1.197 scans Markdown text tokens with `/(?:^|\s)@((?:[^\s\\]|\\ )+)/g`, skipping
+//! code spans and code blocks; Gemini CLI 0.61.0 `findImports` in
+//! `packages/core/src/utils/memoryImportProcessor.ts` takes an `@` preceded by a space, tab
+//! or line break, skipping backtick-delimited regions; both read in the installed bundles),
+//! so every `@` is written `\@`, which Markdown shows as `@`. No value can start a line, so
+//! none can open front matter (`---` on the first line) either: the block starts with its
+//! marker, and every value follows a fixed prefix such as `- ` or is escaped at its start.
 
 use std::fmt::Write as _;
 
@@ -22,7 +30,9 @@ pub const MAX_CHECKPOINTS: usize = 10;
 pub const MAX_RUNS: usize = 5;
 
 /// Characters CommonMark (with GFM tables and strikethrough) gives meaning inside a line.
-const INLINE_SPECIAL: &[char] = &['\\', '`', '*', '_', '[', ']', '<', '>', '&', '~', '|'];
+/// `@` is not Markdown, but starts an import in Claude Code and Gemini CLI (see the module
+/// documentation).
+const INLINE_SPECIAL: &[char] = &['\\', '`', '*', '_', '[', ']', '<', '>', '&', '~', '|', '@'];
 /// Characters that start a block when they open a line.
 const LINE_START_SPECIAL: &[char] = &['#', '+', '-', '='];
 
@@ -53,9 +63,20 @@ pub fn inline(text: &str) -> String {
 
 /// A path as a code span whose backtick fence is longer than any run of backticks inside it
 /// (padded with spaces when the path starts or ends with a backtick); control characters
-/// become `?`.
+/// become `?`. A path with an `@` after whitespace is written with [`inline`] instead: Gemini
+/// CLI finds code spans with a plain backtick-pairing pattern that other backticks on the
+/// page can misalign, so a code span alone does not keep such an `@` from being an import.
 pub fn code_span(path: &str) -> String {
     let path = crate::term::clean(path).replace(['\n', '\r'], "?");
+    // With the padding below, a path starting with `@` has a space before it too.
+    let padded = format!(" {path}");
+    if padded
+        .chars()
+        .zip(padded.chars().skip(1))
+        .any(|(a, b)| a.is_whitespace() && b == '@')
+    {
+        return inline(&path);
+    }
     let mut longest = 0;
     let mut run = 0;
     for c in path.chars() {
@@ -134,7 +155,7 @@ changed files. `pas-agent status` shows the whole record with item numbers.\n\n"
             None => "(detached HEAD)".into(),
         };
         let commit = match &git.commit {
-            Some(c) => c.chars().take(8).collect::<String>(),
+            Some(c) => inline(&c.chars().take(8).collect::<String>()),
             None => "(no commits yet)".into(),
         };
         let _ = writeln!(out, "- **Branch:** {branch}");
@@ -176,7 +197,12 @@ changed files. `pas-agent status` shows the whole record with item numbers.\n\n"
             minute(&stale.since)
         );
         if let Some((old, new)) = &stale.head {
-            let _ = writeln!(out, "- HEAD {} → {}", short(old), short(new));
+            let _ = writeln!(
+                out,
+                "- HEAD {} → {}",
+                inline(&short(old)),
+                inline(&short(new))
+            );
         }
         if let Some((old, new)) = &stale.branch {
             let name = |b: &Option<String>| {
@@ -265,7 +291,7 @@ fn run_line(run: &Run) -> String {
             .map(|c| {
                 format!(
                     "{} {}",
-                    c.id.chars().take(8).collect::<String>(),
+                    inline(&c.id.chars().take(8).collect::<String>()),
                     inline(&c.summary)
                 )
             })
@@ -346,6 +372,90 @@ mod tests {
             let content = format!("# T\n\n{md}\n\n- {md}\n");
             let block = crate::export::block::make_block(&content, "\n");
             prop_assert!(matches!(scan(block.as_bytes()), Scan::Block { .. }), "not one block");
+        }
+    }
+
+    /// A session with `s` in every string field that the block shows.
+    pub(crate) fn hostile_session(s: &str) -> Session {
+        let task = serde_json::json!({
+            "description": s, "objective": s, "completed": [s, s], "remaining": [s],
+            "next_action": s, "blockers": [s], "decisions": [s], "constraints": [s],
+            "discoveries": [s]
+        });
+        let git = serde_json::json!({ "branch": s, "commit": s, "dirty": true });
+        let files = serde_json::json!([
+            { "path": s, "status": "Modified" },
+            { "path": s, "status": { "Renamed": { "from": s } } },
+            { "path": "a", "status": format!("x{s}") }
+        ]);
+        let uuid = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b";
+        let t = "2026-01-01T00:00:00Z";
+        serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "id": uuid, "project_name": s, "created_at": t, "updated_at": t,
+            "task": task, "git": git,
+            "checkpoints": [{ "id": uuid, "timestamp": t, "message": s, "task_snapshot": task,
+                              "git": git, "files_changed": files }],
+            "runs": [{ "id": uuid, "agent": s, "argv": [s], "cwd": s, "state": "finished",
+                       "started_at": t, "ended_at": t, "duration_ms": 5, "exit_code": 0,
+                       "head_before": s, "head_after": s,
+                       "commits": [{ "id": s, "summary": s }], "files_changed": files,
+                       "agent_session_id": s, "capture": s }]
+        }))
+        .unwrap()
+    }
+
+    /// Strings that try every trick: escapes, fences, markers, imports, front matter, bidi.
+    fn hostile() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("\u{1b}[2J".to_string()),
+                Just("\n~~~~~~~".to_string()),
+                Just("\n```".to_string()),
+                Just("\n---\n".to_string()),
+                Just("@notes/x.md".to_string()),
+                Just(" @./x".to_string()),
+                Just("\u{a0}@/etc/passwd".to_string()),
+                Just("<!-- pas-agent:end -->".to_string()),
+                Just("\n<!-- pas-agent:start -->\n".to_string()),
+                Just("#[[file:x.md]]".to_string()),
+                Just("\u{202e}\u{85}\u{7f}\u{2028}\r".to_string()),
+                Just("`".to_string()),
+                "\\PC{0,6}",
+                any::<char>().prop_map(String::from),
+            ],
+            1..6,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    /// Where an agent would read `@…` as an import: after whitespace or at a line's start
+    /// (the rule of both Claude Code and Gemini CLI, ignoring their code-span exceptions).
+    fn import_at(md: &str) -> Option<usize> {
+        let chars: Vec<char> = md.chars().collect();
+        (0..chars.len()).find(|&i| chars[i] == '@' && (i == 0 || chars[i - 1].is_whitespace()))
+    }
+
+    proptest! {
+        #[test]
+        fn hostile_sessions_render_to_one_inert_block(s in hostile(), before in "[a-z\n ]{0,20}", after in "[a-z\n ]{0,20}") {
+            let session = hostile_session(&s);
+            let md = render(&session, session.git.as_ref(), None);
+            prop_assert!(md.chars().all(|c| c == '\n' || !crate::term::is_unsafe(c)), "control character in {md:?}");
+            prop_assert!(import_at(&md).is_none(), "import in {md}");
+            prop_assert!(!md.starts_with("---"));
+            // Spliced into a file, exported again: exactly one start and one end marker, and
+            // the file's own text around the block stays as it was.
+            let file = format!("{before}{after}");
+            let (out, _) = crate::export::block::splice(Some(file.as_bytes()), &md, false, crate::export::block::Place::End).unwrap();
+            let (again, _) = crate::export::block::splice(Some(&out), &md, false, crate::export::block::Place::End).unwrap();
+            prop_assert_eq!(&out, &again);
+            let Scan::Block { start, end } = scan(&again) else {
+                return Err(TestCaseError::fail("not one block"));
+            };
+            prop_assert!(again.starts_with(file.as_bytes()));
+            prop_assert_eq!(end, again.len());
+            let block = std::str::from_utf8(&again[start..end]).unwrap();
+            prop_assert_eq!(block.matches("\n<!-- pas-agent:").count() + 1, 2);
         }
     }
 }

@@ -93,8 +93,14 @@ impl RunFacts<'_> {
     }
 }
 
-/// The agent's session id for a finished new run, or `None` when it cannot be learned.
+/// The agent's session id for a finished new run, or `None` when it cannot be learned or does
+/// not have the agent's id shape ([`Agent::id_shape`]: what a store or a capture holds is not
+/// trusted to be an id).
 pub fn discover(run: &RunFacts<'_>) -> Option<String> {
+    discover_any(run).filter(|id| run.agent.id_shape.accepts(id))
+}
+
+fn discover_any(run: &RunFacts<'_>) -> Option<String> {
     match run.agent.session_id {
         SessionId::Unknown => None,
         SessionId::Choose { store, .. } => {
@@ -122,6 +128,7 @@ pub fn after_resume(run: &RunFacts<'_>, resumed: &str) -> String {
     };
     store
         .and_then(|s| read_store(s, run))
+        .filter(|id| run.agent.id_shape.accepts(id))
         .unwrap_or_else(|| resumed.to_string())
 }
 

@@ -138,7 +138,7 @@ fn existing_content_is_kept_byte_for_byte() {
     );
     let text = sb.read("AGENTS.md");
     assert!(
-        text.starts_with("# Project rules\n\nUse tabs.\n\n<!-- pas-agent:start"),
+        text.starts_with("# Project rules\n\nUse tabs.\n\n\n<!-- pas-agent:start"),
         "{text:?}"
     );
     // Text after the block survives an update too.
@@ -151,7 +151,7 @@ fn existing_content_is_kept_byte_for_byte() {
         "{out}"
     );
     let again = sb.read("AGENTS.md");
-    assert!(again.starts_with("# Project rules\n\nUse tabs.\n\n<!-- pas-agent:start"));
+    assert!(again.starts_with("# Project rules\n\nUse tabs.\n\n\n<!-- pas-agent:start"));
     assert!(
         again.ends_with("<!-- pas-agent:end -->\n\n## After\nkeep me\n"),
         "{again:?}"

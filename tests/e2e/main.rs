@@ -16,4 +16,5 @@ mod mock_model;
 mod run;
 mod safety_fs;
 mod safety_limits;
+mod safety_text;
 mod store;
