@@ -104,6 +104,10 @@ if status is-interactive; and not set -q PAS_AGENT_RUN_ID; and not set -q CLAUDE
         if test -n "$__pas_agent_off"
             return 0
         end
+        # An alias defined since the last prompt replaced a wrapper (builtins only).
+        for name in $__pas_agent_wrapped
+            __pas_agent_unalias $name
+        end
         __pas_agent_find
         if test -z "$__pas_agent_here"
             if test -n "$__pas_agent_root"; or set -q PAS_AGENT_PROMPT
@@ -139,9 +143,37 @@ if status is-interactive; and not set -q PAS_AGENT_RUN_ID; and not set -q CLAUDE
         command $name $argv
     end
 
-    # A function the user defined under an agent's name is theirs: leave it alone.
+    # In fish an alias is a function: `alias claude 'claude --model opus'` runs
+    # `command claude --model opus $argv`, which would pass the launcher by, where bash and zsh
+    # expand the alias and reach the wrapper. Such an alias is made to call the wrapper with the
+    # same words, whether it was defined before the hook or after it (checked at each prompt).
+    # Succeeds when $argv[1] is an alias of that kind (now calling the wrapper).
+    function __pas_agent_unalias
+        set -l name $argv[1]
+        set -l desc (functions --details --verbose -- $name 2>/dev/null)
+        set desc "$desc[5]"
+        if string match -q -- '* (through pas-agent)' $desc
+            return 0
+        end
+        # "alias NAME BODY" (fish 3), "alias NAME=BODY" (`alias NAME=BODY` and newer fish).
+        set -l body (string replace -r -- '^alias '(string escape --style=regex -- $name)'[ =]' '' $desc)
+        or return 1
+        set -l words (string split -n ' ' -- $body)
+        if test "$words[1]" != "$name"
+            return 1
+        end
+        printf 'function %s --description %s; __pas_agent_wrap %s $argv; end\n' \
+            $name (string escape -- "$desc (through pas-agent)") $body | source
+        return 0
+    end
+
+    # A function the user defined under an agent's name is theirs: leave it alone. An alias of
+    # the agent's own name is not left behind (see __pas_agent_unalias).
     function __pas_agent_may_wrap
         if functions -q -- $argv[1]; and not contains -- $argv[1] $__pas_agent_wrapped
+            if __pas_agent_unalias $argv[1]
+                set -g -a __pas_agent_wrapped $argv[1]
+            end
             return 1
         end
         if not contains -- $argv[1] $__pas_agent_wrapped

@@ -151,6 +151,15 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         }
     };
     let program = launch::resolve(&name, &cwd)?;
+    // `claude --version`, `codex login`, `gemini mcp list`: no agent session starts, so there
+    // is nothing to record, checkpoint or export (the agent table says which lines these are).
+    if let Some(agent) = program.agent
+        && !args.resume
+        && agent.straight.matches(&rest)
+    {
+        let exit = plain::run(&program.path, &program.name, &rest, &[], &cwd)?;
+        return Ok(exit.launcher_code());
+    }
     let project = Project::find(&cwd)?;
     let context_exists = program
         .agent
@@ -219,6 +228,13 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         ));
     }
     let env = [(launch::RUN_ID_ENV, started.run_id.to_string())];
+    // Which of the agent's session files its processes hold open: the run's own session, even
+    // when another run of the agent starts one in this directory at the same moment.
+    let witness = program
+        .agent
+        .filter(|_| chosen.is_none())
+        .and_then(session_id::store_dir)
+        .and_then(launch::witness::Witness::start);
     let started_at = Utc::now();
     #[cfg(unix)]
     let result = if use_pty {
@@ -231,6 +247,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         drop(capture);
         plain::run(&program.path, &program.name, &agent_args, &env, &cwd)
     };
+    let held = witness.map(launch::witness::Witness::finish).unwrap_or_default();
     let exit = match result {
         Ok(exit) => exit,
         Err(e) => {
@@ -255,7 +272,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         .capture
         .as_ref()
         .map(|_| project.root.join(capture::paths(&run_id).1));
-    let agent_session = program.agent.and_then(|agent| {
+    let agent_session = program.agent.map_or_else(session_id::Found::default, |agent| {
         let finished = session_id::RunFacts {
             agent,
             program: &program.path,
@@ -265,14 +282,18 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             chosen: chosen.as_deref(),
             capture_txt: capture_txt.as_deref(),
             taken: &started.taken,
+            held: &held,
         };
         match &resumed {
-            Some(id) => Some(session_id::after_resume(&finished, id)),
+            Some(id) => session_id::after_resume(&finished, id),
             None => session_id::discover(&finished),
         }
     });
     match record::finish(&project, &plan, started, exit, agent_session) {
         Ok(done) => {
+            if let Some(why) = &done.session_note {
+                warn(&format!("no {} session id is recorded for this run: {why}", clean_line(&plan.label)));
+            }
             let run = &done.run;
             let how = match (exit.code, exit.signal) {
                 (Some(c), _) => format!("exited {c}"),

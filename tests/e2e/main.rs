@@ -15,3 +15,4 @@ mod launcher_support;
 mod mock_model;
 mod run;
 mod store;
+mod field_runs;
