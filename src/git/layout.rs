@@ -119,7 +119,7 @@ fn check(path: &Path) -> Result<(), LayoutError> {
     };
     let link = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if absent(&e) => return Ok(()),
         Err(e) => return Err(bad(format!("cannot be read ({e})"))),
     };
     match std::fs::metadata(path) {
@@ -197,7 +197,7 @@ fn optional(path: &Path) -> Result<Option<Vec<u8>>, LayoutError> {
     };
     let link = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if absent(&e) => return Ok(None),
         Err(e) => return Err(bad(&format!("cannot be read ({e})"))),
     };
     let meta = match std::fs::metadata(path) {
@@ -229,6 +229,15 @@ fn optional(path: &Path) -> Result<Option<Vec<u8>>, LayoutError> {
         .read_to_end(&mut bytes)
         .map_err(|e| bad(&format!("cannot be read ({e})")))?;
     Ok(Some(bytes))
+}
+
+/// Whether a lookup failed because nothing is there: missing, or a file where a directory of
+/// the path would be (a reftable repository keeps a file named `refs/heads`).
+fn absent(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
 }
 
 /// "a FIFO", "a directory", … for an error message.

@@ -31,6 +31,13 @@ fn reporting_stand_in(sb: &Sandbox, name: &str) {
     );
 }
 
+/// Asserts exit 0; returns stdout (a recorded run says so on stderr).
+#[track_caller]
+fn succeeded(out: &Output) -> String {
+    assert!(out.status.success(), "{out:?}");
+    stdout(out)
+}
+
 #[test]
 fn version_help_and_mcp_typed_through_every_hook_run_straight_with_no_record() {
     for (program, args) in [
@@ -65,7 +72,7 @@ fn version_help_and_mcp_typed_through_every_hook_run_straight_with_no_record() {
         assert!(!sb.path("CLAUDE.md").exists() && !sb.path("AGENTS.md").exists());
 
         // A prompt is a session: recorded, with the chosen id and the export.
-        let out = quiet_success(&shell(&sb, program, args, &format!("{load}\nclaude -p hi\n")));
+        let out = succeeded(&shell(&sb, program, args, &format!("{load}\nclaude -p hi\n")));
         assert!(out.contains("claude got: --session-id "), "{program}: {out}");
         assert!(!out.contains("run: none"), "{program}: {out}");
         assert_eq!(runs(&sb).len(), 1, "{program}");
@@ -140,8 +147,10 @@ fn an_alias_of_an_agents_name_goes_through_the_launcher_in_every_shell_either_si
             ":"
         };
         for (n, (first, second)) in [(alias, load), (load, alias)].into_iter().enumerate() {
-            let body = format!("{first}\n{second}\n{prompt}\nclaude -p hi\n");
-            let out = quiet_success(&shell(&sb, program, args, &body));
+            // Typed at a prompt, a line is parsed after the lines before it ran: `eval` does
+            // the same inside one `-c` script (zsh parses a whole `-c` script at once).
+            let body = format!("{first}\n{second}\n{prompt}\neval 'claude -p hi'\n");
+            let out = succeeded(&shell(&sb, program, args, &body));
             assert!(
                 out.contains("claude got: --session-id ") && out.contains("--model opus -p hi"),
                 "{program}, alias {}: {out}",
@@ -154,7 +163,7 @@ fn an_alias_of_an_agents_name_goes_through_the_launcher_in_every_shell_either_si
         }
         // A function of one's own is one's own in every shell, before or after the hook.
         for (first, second) in [(user_fn, load), (load, user_fn)] {
-            let body = format!("{first}\n{second}\n{prompt}\nclaude -p hi\n");
+            let body = format!("{first}\n{second}\n{prompt}\neval 'claude -p hi'\n");
             let out = quiet_success(&shell(&sb, program, args, &body));
             assert_eq!(out, "mine\n", "{program}");
         }
@@ -532,9 +541,9 @@ fn lay_out(sb: &Sandbox, layout: Layout) -> PathBuf {
 }
 
 fn make_move(sb: &Sandbox, dir: &Path, m: Move) -> bool {
-    let branch = git_in(sb, dir, &["symbolic-ref", "-q", "HEAD"]);
+    let branch = git_in(sb, dir, &["rev-parse", "--symbolic-full-name", "HEAD"]);
     let branch = branch.trim();
-    let detached = branch.is_empty();
+    let detached = branch == "HEAD";
     match m {
         Move::Commit => {
             git_in(sb, dir, &["commit", "-q", "--allow-empty", "-m", "moved"]);
@@ -569,7 +578,8 @@ fn make_move(sb: &Sandbox, dir: &Path, m: Move) -> bool {
             if detached {
                 return false;
             }
-            let spec = format!("+HEAD~1:{branch}");
+            git_in(sb, dir, &["update-ref", "refs/upstream/tip", "HEAD~1"]);
+            let spec = format!("+refs/upstream/tip:{branch}");
             git_in(sb, dir, &["fetch", "-q", "--update-head-ok", ".", &spec]);
         }
         Move::Detach => {
