@@ -648,7 +648,12 @@ mod tests {
         let codex = by_name("codex").unwrap().straight;
         assert!(codex.matches(&os(&["login", "status"])) && codex.matches(&os(&["-V"])));
         assert!(!codex.matches(&os(&["exec", "go"])) && !codex.matches(&os(&["resume"])));
-        assert!(by_name("aider").unwrap().straight.matches(&os(&["--version"])));
+        assert!(
+            by_name("aider")
+                .unwrap()
+                .straight
+                .matches(&os(&["--version"]))
+        );
     }
 
     #[test]

@@ -247,7 +247,9 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         drop(capture);
         plain::run(&program.path, &program.name, &agent_args, &env, &cwd)
     };
-    let held = witness.map(launch::witness::Witness::finish).unwrap_or_default();
+    let held = witness
+        .map(launch::witness::Witness::finish)
+        .unwrap_or_default();
     let exit = match result {
         Ok(exit) => exit,
         Err(e) => {
@@ -272,27 +274,32 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         .capture
         .as_ref()
         .map(|_| project.root.join(capture::paths(&run_id).1));
-    let agent_session = program.agent.map_or_else(session_id::Found::default, |agent| {
-        let finished = session_id::RunFacts {
-            agent,
-            program: &program.path,
-            cwd: &cwd,
-            started: started_at,
-            ended: ended_at,
-            chosen: chosen.as_deref(),
-            capture_txt: capture_txt.as_deref(),
-            taken: &started.taken,
-            held: &held,
-        };
-        match &resumed {
-            Some(id) => session_id::after_resume(&finished, id),
-            None => session_id::discover(&finished),
-        }
-    });
+    let agent_session = program
+        .agent
+        .map_or_else(session_id::Found::default, |agent| {
+            let finished = session_id::RunFacts {
+                agent,
+                program: &program.path,
+                cwd: &cwd,
+                started: started_at,
+                ended: ended_at,
+                chosen: chosen.as_deref(),
+                capture_txt: capture_txt.as_deref(),
+                taken: &started.taken,
+                held: &held,
+            };
+            match &resumed {
+                Some(id) => session_id::after_resume(&finished, id),
+                None => session_id::discover(&finished),
+            }
+        });
     match record::finish(&project, &plan, started, exit, agent_session) {
         Ok(done) => {
             if let Some(why) = &done.session_note {
-                warn(&format!("no {} session id is recorded for this run: {why}", clean_line(&plan.label)));
+                warn(&format!(
+                    "no {} session id is recorded for this run: {why}",
+                    clean_line(&plan.label)
+                ));
             }
             let run = &done.run;
             let how = match (exit.code, exit.signal) {

@@ -129,9 +129,7 @@ pub fn discover(dir: &Path) -> Result<Option<Repo>> {
     // Neither gix nor git checks what kind of file HEAD is before opening it: a FIFO there
     // would block every command for ever. Checked first, without opening anything special.
     if let Err(e) = layout::find(&dir) {
-        crate::term::warn(&format!(
-            "git: {e}; continuing without git information"
-        ));
+        crate::term::warn(&format!("git: {e}; continuing without git information"));
         return Ok(None);
     }
     let choice = choice();

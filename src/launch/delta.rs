@@ -53,7 +53,9 @@ pub fn files_changed(
                     match (&b.fingerprint, &fp.content) {
                         // Both hold a pas-agent block: what changed inside it is pas-agent's
                         // export (before or during the run), only the text around it counts.
-                        _ if b.fingerprint_outside_block.is_some() && fp.outside_block.is_some() => {
+                        _ if b.fingerprint_outside_block.is_some()
+                            && fp.outside_block.is_some() =>
+                        {
                             b.fingerprint_outside_block != fp.outside_block
                         }
                         (Some(a), Some(n)) => a != n,

@@ -675,14 +675,20 @@ mod tests {
         write(&day.join("notes.txt"), "not a rollout");
         let agent = crate::agents::by_name("codex").unwrap();
         let run = finished(agent, &cwd, start);
-        assert_eq!(best(&run, codex(&sessions, &run)).as_deref(), Some("newest"));
+        assert_eq!(
+            best(&run, codex(&sessions, &run)).as_deref(),
+            Some("newest")
+        );
         // A session an earlier run recorded is never this run's, however close in time.
         let taken = ["newest".to_string()];
         let run = RunFacts {
             taken: &taken,
             ..finished(agent, &cwd, start)
         };
-        assert_eq!(best(&run, codex(&sessions, &run)).as_deref(), Some("in-run"));
+        assert_eq!(
+            best(&run, codex(&sessions, &run)).as_deref(),
+            Some("in-run")
+        );
         let run = finished(agent, tmp.path(), start - chrono::Duration::hours(1));
         assert_eq!(
             best(&run, codex(&sessions, &run)),
@@ -695,7 +701,10 @@ mod tests {
             held: &held,
             ..finished(agent, &cwd, start)
         };
-        assert_eq!(settle(&run, codex(&sessions, &run)).sure.as_deref(), Some("in-run"));
+        assert_eq!(
+            settle(&run, codex(&sessions, &run)).sure.as_deref(),
+            Some("in-run")
+        );
     }
 
     #[test]
@@ -704,8 +713,14 @@ mod tests {
             sure: None,
             guesses: vec!["b".into(), "a".into()],
         };
-        assert_eq!(choose(&found, &[], false, "Codex"), (Some("b".into()), None));
-        assert_eq!(choose(&found, &["b".into()], false, "Codex").0.as_deref(), Some("a"));
+        assert_eq!(
+            choose(&found, &[], false, "Codex"),
+            (Some("b".into()), None)
+        );
+        assert_eq!(
+            choose(&found, &["b".into()], false, "Codex").0.as_deref(),
+            Some("a")
+        );
         let (id, why) = choose(&found, &[], true, "Codex");
         assert_eq!(id, None);
         assert!(why.unwrap().contains("overlapped"));
@@ -713,7 +728,9 @@ mod tests {
         assert!(id.is_none() && why.unwrap().contains("another run"));
         assert_eq!(choose(&Found::default(), &[], true, "Codex"), (None, None));
         assert_eq!(
-            choose(&Found::sure("s"), &["s".into()], true, "Codex").0.as_deref(),
+            choose(&Found::sure("s"), &["s".into()], true, "Codex")
+                .0
+                .as_deref(),
             Some("s")
         );
     }

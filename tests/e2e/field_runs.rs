@@ -64,7 +64,12 @@ fn version_help_and_mcp_typed_through_every_hook_run_straight_with_no_record() {
             "{program}"
         );
         let session = sb.session();
-        assert!(session.get("runs").is_none_or(|r| r == &Value::Array(vec![])), "{program}");
+        assert!(
+            session
+                .get("runs")
+                .is_none_or(|r| r == &Value::Array(vec![])),
+            "{program}"
+        );
         assert!(
             session["checkpoints"].as_array().is_none_or(Vec::is_empty),
             "{program}: no checkpoint"
@@ -72,8 +77,16 @@ fn version_help_and_mcp_typed_through_every_hook_run_straight_with_no_record() {
         assert!(!sb.path("CLAUDE.md").exists() && !sb.path("AGENTS.md").exists());
 
         // A prompt is a session: recorded, with the chosen id and the export.
-        let out = succeeded(&shell(&sb, program, args, &format!("{load}\nclaude -p hi\n")));
-        assert!(out.contains("claude got: --session-id "), "{program}: {out}");
+        let out = succeeded(&shell(
+            &sb,
+            program,
+            args,
+            &format!("{load}\nclaude -p hi\n"),
+        ));
+        assert!(
+            out.contains("claude got: --session-id "),
+            "{program}: {out}"
+        );
         assert!(!out.contains("run: none"), "{program}: {out}");
         assert_eq!(runs(&sb).len(), 1, "{program}");
         assert!(sb.path("CLAUDE.md").exists());
@@ -111,8 +124,7 @@ fn run_itself_decides_so_the_real_clis_print_their_version_with_no_record() {
 // Item 8: aliases and functions of an agent's name, before or after the hook, in every shell.
 
 #[test]
-fn an_alias_of_an_agents_name_goes_through_the_launcher_in_every_shell_either_side_of_the_hook()
-{
+fn an_alias_of_an_agents_name_goes_through_the_launcher_in_every_shell_either_side_of_the_hook() {
     for (program, args, alias, user_fn) in [
         (
             "bash",
@@ -200,11 +212,19 @@ fn two_exports_in_a_row_are_byte_identical_and_a_committed_context_file_settles(
     assert!(!text.contains("## Files Changed"), "{text}");
     sb.ok(&["export", "--to", "claude"]);
     sb.ok(&["checkpoint", "after exports"]);
-    let cp = sb.session()["checkpoints"].as_array().unwrap().last().unwrap().clone();
+    let cp = sb.session()["checkpoints"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert!(changed_paths(&cp).is_empty(), "{cp}");
     assert_eq!(cp["git"]["dirty"], false);
     let status = sb.ok(&["status"]);
-    assert!(!status.contains("changed since the last checkpoint"), "{status}");
+    assert!(
+        !status.contains("changed since the last checkpoint"),
+        "{status}"
+    );
 
     // A person's edit outside the block counts, everywhere.
     let mut edited = sb.read("AGENTS.md");
@@ -213,10 +233,18 @@ fn two_exports_in_a_row_are_byte_identical_and_a_committed_context_file_settles(
     let status = sb.ok(&["status"]);
     assert!(status.contains("AGENTS.md"), "{status}");
     sb.ok(&["checkpoint", "hand edit"]);
-    let cp = sb.session()["checkpoints"].as_array().unwrap().last().unwrap().clone();
+    let cp = sb.session()["checkpoints"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(changed_paths(&cp), ["AGENTS.md"]);
     sb.ok(&["export", "--to", "codex"]);
-    assert!(sb.read("AGENTS.md").contains("**Uncommitted changes:** yes"));
+    assert!(
+        sb.read("AGENTS.md")
+            .contains("**Uncommitted changes:** yes")
+    );
 }
 
 #[test]
@@ -261,7 +289,13 @@ fn a_run_counts_only_the_agents_files_not_the_exports_made_during_it() {
     let files = text.split("## Files Changed").nth(1).unwrap_or_default();
     let files = files.split("\n## ").next().unwrap_or_default();
     assert!(files.contains("d.txt"), "{text}");
-    for own in ["AGENTS.md", "CLAUDE.md", "GEMINI.md", "QWEN.md", ".goosehints"] {
+    for own in [
+        "AGENTS.md",
+        "CLAUDE.md",
+        "GEMINI.md",
+        "QWEN.md",
+        ".goosehints",
+    ] {
         assert!(!files.contains(own), "{own} in {files}");
     }
 }
@@ -368,17 +402,23 @@ fn two_overlapping_codex_runs_each_record_their_own_session() {
     let (gate_a, gate_b) = (Gate::to(mock.port), Gate::to(mock.port));
     let spawn = |go: &str, gate: &Gate, prompt: &str| {
         let mut cmd = sb.cmd();
-        cmd.env("GO", sb.tmp.path().join(go))
-            .args(codex_args(&format!("http://127.0.0.1:{}", gate.port), prompt));
+        cmd.env("GO", sb.tmp.path().join(go)).args(codex_args(
+            &format!("http://127.0.0.1:{}", gate.port),
+            prompt,
+        ));
         cmd.stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap()
     };
     let a = spawn("go-a", &gate_a, "Alpha task please");
-    wait_for("run A recorded as running", || (runs(&sb).len() == 1).then_some(()));
+    wait_for("run A recorded as running", || {
+        (runs(&sb).len() == 1).then_some(())
+    });
     let b = spawn("go-b", &gate_b, "Beta task please");
-    wait_for("run B recorded as running", || (runs(&sb).len() == 2).then_some(()));
+    wait_for("run B recorded as running", || {
+        (runs(&sb).len() == 2).then_some(())
+    });
     std::fs::write(sb.tmp.path().join("go-a"), "").unwrap();
     wait_for("A's rollout", || (rollouts(&sb).len() == 1).then_some(()));
     std::fs::write(sb.tmp.path().join("go-b"), "").unwrap();
@@ -386,11 +426,19 @@ fn two_overlapping_codex_runs_each_record_their_own_session() {
     // A ends first, while B's newer session is in the store and B is still running.
     gate_a.open();
     let out_a = a.wait_with_output().unwrap();
-    assert!(out_a.status.success(), "{}", String::from_utf8_lossy(&out_a.stderr));
+    assert!(
+        out_a.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out_a.stderr)
+    );
     assert!(String::from_utf8_lossy(&out_a.stdout).contains(REPLY));
     gate_b.open();
     let out_b = b.wait_with_output().unwrap();
-    assert!(out_b.status.success(), "{}", String::from_utf8_lossy(&out_b.stderr));
+    assert!(
+        out_b.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out_b.stderr)
+    );
 
     let id_of = |needle: &str| -> String {
         let file = rollouts(&sb)
@@ -485,7 +533,11 @@ fn lay_out(sb: &Sandbox, layout: Layout) -> PathBuf {
     let dir = match layout {
         Layout::Reftable => {
             let dir = root.join("rt");
-            git_in(sb, root, &["init", "-q", "-b", "main", "--ref-format=reftable", "rt"]);
+            git_in(
+                sb,
+                root,
+                &["init", "-q", "-b", "main", "--ref-format=reftable", "rt"],
+            );
             two_commits(&dir);
             dir
         }
@@ -494,14 +546,26 @@ fn lay_out(sb: &Sandbox, layout: Layout) -> PathBuf {
             git_in(
                 sb,
                 root,
-                &["init", "-q", "-b", "main", "--separate-git-dir", "sep.git", "sep"],
+                &[
+                    "init",
+                    "-q",
+                    "-b",
+                    "main",
+                    "--separate-git-dir",
+                    "sep.git",
+                    "sep",
+                ],
             );
             two_commits(&dir);
             dir
         }
         Layout::Linked => {
             two_commits(&sb.work);
-            git_in(sb, &sb.work, &["worktree", "add", "-q", "-b", "linked", "../linked"]);
+            git_in(
+                sb,
+                &sb.work,
+                &["worktree", "add", "-q", "-b", "linked", "../linked"],
+            );
             root.join("linked")
         }
         Layout::Submodule => {
@@ -511,7 +575,15 @@ fn lay_out(sb: &Sandbox, layout: Layout) -> PathBuf {
             git_in(
                 sb,
                 &sb.work,
-                &["-c", "protocol.file.allow=always", "submodule", "add", "-q", "../subsrc", "sub"],
+                &[
+                    "-c",
+                    "protocol.file.allow=always",
+                    "submodule",
+                    "add",
+                    "-q",
+                    "../subsrc",
+                    "sub",
+                ],
             );
             let dir = sb.work.join("sub");
             git_in(sb, &dir, &["checkout", "-q", "-B", "main"]);
@@ -570,9 +642,20 @@ fn make_move(sb: &Sandbox, dir: &Path, m: Move) -> bool {
             git_in(
                 sb,
                 dir,
-                &["worktree", "add", "-q", "--force", other.to_str().unwrap(), short],
+                &[
+                    "worktree",
+                    "add",
+                    "-q",
+                    "--force",
+                    other.to_str().unwrap(),
+                    short,
+                ],
             );
-            git_in(sb, &other, &["commit", "-q", "--allow-empty", "-m", "elsewhere"]);
+            git_in(
+                sb,
+                &other,
+                &["commit", "-q", "--allow-empty", "-m", "elsewhere"],
+            );
         }
         Move::FetchIntoTheBranch => {
             if detached {
@@ -618,7 +701,10 @@ fn check_layout(layout: Layout) {
             continue;
         }
         let full = pas_in(&sb, &dir, &["prompt"]);
-        assert_eq!(full, "Layouts · stale\n", "{layout:?} {m:?}: the move is one prompt shows");
+        assert_eq!(
+            full, "Layouts · stale\n",
+            "{layout:?} {m:?}: the move is one prompt shows"
+        );
         assert!(
             cheap_check_sees_a_change(&sb, &stamp, &watched),
             "{layout:?} {m:?}: the hook's check missed it; watched {watched:#?}"
@@ -694,8 +780,18 @@ fn within(mut cmd: Command, limit: Duration) -> Output {
         stdout: Vec::new(),
         stderr: Vec::new(),
     };
-    child.stdout.take().unwrap().read_to_end(&mut out.stdout).unwrap();
-    child.stderr.take().unwrap().read_to_end(&mut out.stderr).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut out.stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut out.stderr)
+        .unwrap();
     out
 }
 
@@ -710,11 +806,15 @@ fn special_files_where_git_keeps_head_or_refs_never_hang_any_command() {
     type Plant = fn(&Path);
     let plants: [(&str, &str, Plant); 7] = [
         ("a FIFO as HEAD", ".git/HEAD", |p| mkfifo(p)),
-        ("a directory as HEAD", ".git/HEAD", |p| std::fs::create_dir(p).unwrap()),
+        ("a directory as HEAD", ".git/HEAD", |p| {
+            std::fs::create_dir(p).unwrap()
+        }),
         ("a dangling symlink as HEAD", ".git/HEAD", |p| {
             std::os::unix::fs::symlink("nowhere", p).unwrap()
         }),
-        ("a FIFO as the branch", ".git/refs/heads/main", |p| mkfifo(p)),
+        ("a FIFO as the branch", ".git/refs/heads/main", |p| {
+            mkfifo(p)
+        }),
         ("a FIFO as packed-refs", ".git/packed-refs", |p| mkfifo(p)),
         ("a FIFO as the index", ".git/index", |p| mkfifo(p)),
         ("a FIFO as the config", ".git/config", |p| mkfifo(p)),
@@ -738,10 +838,16 @@ fn special_files_where_git_keeps_head_or_refs_never_hang_any_command() {
             assert!(out.status.success(), "{what}: {args:?}: {out:?}");
             if args[0] == "prompt" {
                 assert!(stderr(&out).is_empty(), "{what}: prompt is quiet: {out:?}");
-                assert!(stdout(&out).starts_with("Build the thing"), "{what}: {out:?}");
+                assert!(
+                    stdout(&out).starts_with("Build the thing"),
+                    "{what}: {out:?}"
+                );
             } else {
                 let err = stderr(&out);
-                assert!(err.contains(rel.trim_start_matches(".git/")), "{what}: {args:?}: {err}");
+                assert!(
+                    err.contains(rel.trim_start_matches(".git/")),
+                    "{what}: {args:?}: {err}"
+                );
             }
         }
     }
