@@ -135,7 +135,7 @@ fn settle(run: &RunFacts<'_>, mut all: Vec<Candidate>) -> Found {
     if let [one] = sure.as_slice() {
         return Found::sure(one.id.clone());
     }
-    all.sort_by(|a, b| b.at.cmp(&a.at));
+    all.sort_by_key(|c| std::cmp::Reverse(c.at));
     let mut guesses: Vec<String> = Vec::new();
     for c in all {
         if !guesses.contains(&c.id) {
@@ -582,7 +582,7 @@ fn listed_sessions(run: &RunFacts<'_>, args: &[&str]) -> Option<Vec<String>> {
         .filter_map(|s| Some((s["created"].as_i64()?, s["id"].as_str()?.to_string())))
         .filter(|(t, id)| (from..=to).contains(t) && run.fresh(id))
         .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     Some(found.into_iter().map(|(_, id)| id).collect())
 }
 
