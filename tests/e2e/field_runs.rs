@@ -462,6 +462,67 @@ fn two_overlapping_codex_runs_each_record_their_own_session() {
     assert_eq!(recorded("Beta task please"), beta.as_str());
 }
 
+/// Two overlapping runs whose sessions nothing ties to either run (the stand-in writes its
+/// rollout and closes it at once, so no open file tells them apart): neither records the other's
+/// session, none is recorded, and each says why.
+#[test]
+fn overlapping_runs_that_cannot_be_told_apart_record_no_session_and_say_why() {
+    let sb = Sandbox::with_session();
+    sb.stand_in(
+        "codex",
+        "day=$(date -u +%Y/%m/%d); dir=\"$HOME/.codex/sessions/$day\"; mkdir -p \"$dir\"\n\
+         printf '{\"type\":\"session_meta\",\"payload\":{\"id\":\"%s\",\"timestamp\":\"%s\",\"cwd\":\"%s\"}}\\n' \
+           \"$ID\" \"$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\" \"$(pwd -P)\" > \"$dir/rollout-$ID.jsonl\"\n\
+         while [ ! -e \"$GO\" ]; do sleep 0.05; done",
+    );
+    let spawn = |id: &str| {
+        let mut cmd = sb.cmd();
+        cmd.env("ID", id)
+            .env("GO", sb.tmp.path().join(format!("go-{id}")))
+            .args(["run", "codex", "--", id])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let day = sb.home.join(".codex/sessions");
+    let count = || walk_count(&day);
+    let a = spawn("0199aaaa-0000-7000-8000-00000000000a");
+    wait_for("A's rollout", || (count() == 1).then_some(()));
+    let b = spawn("0199bbbb-0000-7000-8000-00000000000b");
+    wait_for("B's rollout", || (count() == 2).then_some(()));
+    std::fs::write(sb.tmp.path().join("go-0199aaaa-0000-7000-8000-00000000000a"), "").unwrap();
+    let out_a = a.wait_with_output().unwrap();
+    std::fs::write(sb.tmp.path().join("go-0199bbbb-0000-7000-8000-00000000000b"), "").unwrap();
+    let out_b = b.wait_with_output().unwrap();
+    for out in [&out_a, &out_b] {
+        assert!(out.status.success(), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no codex session id is recorded for this run"), "{err}");
+    }
+    for run in runs(&sb) {
+        assert_eq!(run["agent_session_id"], Value::Null, "{run}");
+        assert!(
+            run["agent_session_note"].as_str().unwrap().contains("overlapped"),
+            "{run}"
+        );
+    }
+}
+
+fn walk_count(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
 // ---------------------------------------------------------------------------------------------
 // Item 10: the hook's cheap check never lags `pas-agent prompt`, in any layout, for any move.
 
