@@ -490,19 +490,37 @@ fn overlapping_runs_that_cannot_be_told_apart_record_no_session_and_say_why() {
     wait_for("A's rollout", || (count() == 1).then_some(()));
     let b = spawn("0199bbbb-0000-7000-8000-00000000000b");
     wait_for("B's rollout", || (count() == 2).then_some(()));
-    std::fs::write(sb.tmp.path().join("go-0199aaaa-0000-7000-8000-00000000000a"), "").unwrap();
+    std::fs::write(
+        sb.tmp
+            .path()
+            .join("go-0199aaaa-0000-7000-8000-00000000000a"),
+        "",
+    )
+    .unwrap();
     let out_a = a.wait_with_output().unwrap();
-    std::fs::write(sb.tmp.path().join("go-0199bbbb-0000-7000-8000-00000000000b"), "").unwrap();
+    std::fs::write(
+        sb.tmp
+            .path()
+            .join("go-0199bbbb-0000-7000-8000-00000000000b"),
+        "",
+    )
+    .unwrap();
     let out_b = b.wait_with_output().unwrap();
     for out in [&out_a, &out_b] {
         assert!(out.status.success(), "{out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("no codex session id is recorded for this run"), "{err}");
+        assert!(
+            err.contains("no codex session id is recorded for this run"),
+            "{err}"
+        );
     }
     for run in runs(&sb) {
         assert_eq!(run["agent_session_id"], Value::Null, "{run}");
         assert!(
-            run["agent_session_note"].as_str().unwrap().contains("overlapped"),
+            run["agent_session_note"]
+                .as_str()
+                .unwrap()
+                .contains("overlapped"),
             "{run}"
         );
     }
