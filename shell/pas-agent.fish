@@ -21,6 +21,7 @@ if status is-interactive; and not set -q PAS_AGENT_RUN_ID; and not set -q CLAUDE
     set -q __pas_agent_stamp; or set -g __pas_agent_stamp ''
     set -q __pas_agent_watch; or set -g __pas_agent_watch
     set -q __pas_agent_wrapped; or set -g __pas_agent_wrapped
+    set -q __pas_agent_names; or set -g __pas_agent_names
     set -g __pas_agent_here ''
     set -g __pas_agent_off ''
     set -g __pas_agent_dirty 1
@@ -104,6 +105,12 @@ if status is-interactive; and not set -q PAS_AGENT_RUN_ID; and not set -q CLAUDE
         if test -n "$__pas_agent_off"
             return 0
         end
+        # Where `alias` could not be wrapped (below), an alias defined since the last prompt.
+        if test -n "$__pas_agent_alias_check"
+            for name in $__pas_agent_names
+                __pas_agent_unalias $name
+            end
+        end
         __pas_agent_find
         if test -z "$__pas_agent_here"
             if test -n "$__pas_agent_root"; or set -q PAS_AGENT_PROMPT
@@ -139,9 +146,38 @@ if status is-interactive; and not set -q PAS_AGENT_RUN_ID; and not set -q CLAUDE
         command $name $argv
     end
 
-    # A function the user defined under an agent's name is theirs: leave it alone.
+    # In fish an alias is a function: `alias claude 'claude --model opus'` runs
+    # `command claude --model opus $argv`, which would pass the launcher by, where bash and zsh
+    # expand the alias and reach the wrapper. Such an alias is made to call the wrapper with the
+    # same words, whether it was defined before the hook or after it (see `alias` below).
+    # Succeeds when $argv[1] is an alias of that kind (now calling the wrapper).
+    function __pas_agent_unalias
+        set -l name $argv[1]
+        set -l desc (functions --details --verbose -- $name 2>/dev/null)
+        set desc "$desc[5]"
+        if string match -q -- '* (through pas-agent)' $desc
+            return 0
+        end
+        # "alias NAME BODY" (fish 3), "alias NAME=BODY" (`alias NAME=BODY` and newer fish).
+        set -l body (string replace -r -- '^alias '(string escape --style=regex -- $name)'[ =]' '' $desc)
+        or return 1
+        set -l words (string split -n ' ' -- $body)
+        if test "$words[1]" != "$name"
+            return 1
+        end
+        printf 'function %s --description %s; __pas_agent_wrap %s $argv; end\n' \
+            $name (string escape -- "$desc (through pas-agent)") $body | source
+        return 0
+    end
+
+    # A function the user defined under an agent's name is theirs: leave it alone. An alias of
+    # the agent's own name is not left behind (see __pas_agent_unalias).
     function __pas_agent_may_wrap
+        contains -- $argv[1] $__pas_agent_names; or set -g -a __pas_agent_names $argv[1]
         if functions -q -- $argv[1]; and not contains -- $argv[1] $__pas_agent_wrapped
+            if __pas_agent_unalias $argv[1]
+                set -g -a __pas_agent_wrapped $argv[1]
+            end
             return 1
         end
         if not contains -- $argv[1] $__pas_agent_wrapped
@@ -151,4 +187,25 @@ if status is-interactive; and not set -q PAS_AGENT_RUN_ID; and not set -q CLAUDE
     end
 
     __PAS_AGENT_WRAPPERS__
+
+    # An alias defined after this point is routed as soon as it is made: fish's own `alias`
+    # function is wrapped (once, however often this is loaded). Where `alias` is not a
+    # function, each prompt checks the agent names instead (about 2 ms).
+    set -g __pas_agent_alias_check ''
+    if functions -q __pas_agent_fish_alias
+    else if functions -q alias
+        functions -c alias __pas_agent_fish_alias
+        function alias --wraps __pas_agent_fish_alias --description 'alias, with aliases of agent names sent through pas-agent'
+            __pas_agent_fish_alias $argv
+            set -l result $status
+            if functions -q __pas_agent_unalias
+                for name in $__pas_agent_names
+                    __pas_agent_unalias $name
+                end
+            end
+            return $result
+        end
+    else
+        set -g __pas_agent_alias_check 1
+    end
 end

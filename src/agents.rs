@@ -43,6 +43,9 @@ pub struct Agent {
     /// Code, Gemini CLI and its fork Qwen Code); export then looks through those imports for
     /// another pas-agent block the agent would see as well.
     pub at_imports: bool,
+    /// Command lines that start no agent session (version, help, configuration, listing,
+    /// login, …): `pas-agent run` runs them straight, with no record, checkpoint or export.
+    pub straight: Straight,
 }
 
 /// How much of a context file an agent reads.
@@ -130,6 +133,42 @@ impl IdShape {
         }
     }
 }
+
+/// The agent's subcommands and flags that start no agent session, from its own `--help`.
+///
+/// A command line runs straight when one of `flags` appears before any `--`, or when its first
+/// word that is not an option is one of `subcommands`. Options with a value before the
+/// subcommand (`claude --model opus mcp list`) hide it, so such a line is recorded as a run:
+/// the safe side, since a run is recorded rather than lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Straight {
+    /// Subcommands that configure, list, log in, update or diagnose (`mcp`, `login`, …).
+    pub subcommands: &'static [&'static str],
+    /// Flags that print and exit (`--version`, `--help`, …).
+    pub flags: &'static [&'static str],
+}
+
+impl Straight {
+    /// Whether the user's arguments `args` (what follows the agent's name) start no session.
+    pub fn matches(&self, args: &[std::ffi::OsString]) -> bool {
+        let words: Vec<std::borrow::Cow<'_, str>> = args
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .take_while(|a| a != "--")
+            .collect();
+        if words.iter().any(|w| self.flags.contains(&w.as_ref())) {
+            return true;
+        }
+        words
+            .iter()
+            .find(|w| !w.starts_with('-'))
+            .is_some_and(|w| self.subcommands.contains(&w.as_ref()))
+    }
+}
+
+/// `--help` and `--version`: the flags nearly every CLI prints and exits on (used for the rows
+/// that could not be checked here, where `-h`/`-v` may mean something else).
+const HELP_VERSION: &[&str] = &["--help", "--version"];
 
 /// The agent's own syntax for resuming a session by id: `args` (with `{id}` replaced) go before
 /// the user's arguments, or right after the first of them that is one of `subcommands` (so
@@ -269,6 +308,27 @@ pub const AGENTS: &[Agent] = &[
         // `crate::export::imports`.
         id_shape: IdShape::Uuid,
         at_imports: true,
+        straight: Straight {
+            // checked: claude 2.1.197 `--help` (Commands; `-v/--version`, `-h/--help`).
+            // `ultrareview` runs in the cloud and prints findings: no local session.
+            subcommands: &[
+                "agents",
+                "auth",
+                "auto-mode",
+                "doctor",
+                "gateway",
+                "install",
+                "mcp",
+                "plugin",
+                "plugins",
+                "project",
+                "setup-token",
+                "ultrareview",
+                "update",
+                "upgrade",
+            ],
+            flags: &["-v", "--version", "-h", "--help"],
+        },
     },
     // Codex CLI. Executable `codex`, context `AGENTS.md` from the git root down to the cwd
     // ([CX-agentsmd]). No way to choose the id (openai/codex discussion #3827): it is read from
@@ -294,6 +354,34 @@ pub const AGENTS: &[Agent] = &[
         // reads at most `project_doc_max_bytes` (default 32 KiB) of AGENTS.md ([CX-config]).
         id_shape: IdShape::Uuid,
         at_imports: false,
+        straight: Straight {
+            // checked: codex-cli 0.171.0 `--help` (Commands; `-V/--version`, `-h/--help`).
+            // Not straight: `exec`/`e`, `review`, `resume`, `fork`, `agents` (sessions), and
+            // `apply`/`a`, `cloud` (they change the work tree, worth a record).
+            subcommands: &[
+                "login",
+                "logout",
+                "mcp",
+                "plugin",
+                "app-server",
+                "remote-control",
+                "completion",
+                "update",
+                "doctor",
+                "sandbox",
+                "debug",
+                "queue",
+                "archive",
+                "delete",
+                "unarchive",
+                "migrate-rollouts",
+                "migrate-nfs-db",
+                "exec-server",
+                "features",
+                "help",
+            ],
+            flags: &["-V", "--version", "-h", "--help"],
+        },
     },
     // Gemini CLI. Executable `gemini`, context `GEMINI.md` in the workspace and its parents
     // ([GM-geminimd]). `-r/--resume <uuid|index|latest>` ([GM-cli], [GM-sessions]; checked:
@@ -313,6 +401,30 @@ pub const AGENTS: &[Agent] = &[
         // GEMINI.md ([GM-memport]; `findImports` in the 0.61.0 bundle).
         id_shape: IdShape::Uuid,
         at_imports: true,
+        straight: Straight {
+            // checked: gemini 0.61.0 `--help` (Commands, with their aliases; flags that list
+            // or delete and exit).
+            subcommands: &[
+                "mcp",
+                "extensions",
+                "extension",
+                "skills",
+                "skill",
+                "hooks",
+                "hook",
+                "gemma",
+            ],
+            flags: &[
+                "-v",
+                "--version",
+                "-h",
+                "--help",
+                "-l",
+                "--list-extensions",
+                "--list-sessions",
+                "--delete-session",
+            ],
+        },
     },
     // OpenCode. Executable `opencode`, context `AGENTS.md` found walking up ([OC-cli]).
     // `-s/--session <id>` continues a session, for the TUI and for `opencode run`;
@@ -341,6 +453,30 @@ pub const AGENTS: &[Agent] = &[
             len: 26,
         },
         at_imports: false,
+        straight: Straight {
+            // checked: opencode 1.18.33 `--help`. Not straight: the TUI (`[project]`), `run`,
+            // `attach`, `acp`, `serve`, `web` (they host sessions) and `pr` (starts one).
+            subcommands: &[
+                "completion",
+                "mcp",
+                "debug",
+                "providers",
+                "auth",
+                "agent",
+                "upgrade",
+                "uninstall",
+                "models",
+                "stats",
+                "export",
+                "import",
+                "github",
+                "session",
+                "plugin",
+                "plug",
+                "db",
+            ],
+            flags: &["-v", "--version", "-h", "--help"],
+        },
     },
     // Cursor CLI. Reads `AGENTS.md` at the root; executable `cursor-agent`, newer releases
     // also `agent` ([CU-devhints], [CU-changelog]). `--resume <chatId>` ([CU-devhints]).
@@ -360,6 +496,11 @@ pub const AGENTS: &[Agent] = &[
         // Ids: chat ids are UUIDs ([CU-coder747]). Unverified.
         id_shape: IdShape::Uuid,
         at_imports: false,
+        // Unverified: only the near-universal `--help` and `--version`.
+        straight: Straight {
+            subcommands: &[],
+            flags: HELP_VERSION,
+        },
     },
     // Kiro CLI ≥ 2.18 loads `AGENTS.md` from the workspace ([KI-sessions], [RS-ff]);
     // executable `kiro-cli`. `kiro-cli chat --resume-id <id>`; on exit it prints
@@ -382,6 +523,11 @@ pub const AGENTS: &[Agent] = &[
         // Ids: UUIDs ([KI-sessions]). Unverified.
         id_shape: IdShape::Uuid,
         at_imports: false,
+        // Unverified: only the near-universal `--help` and `--version`.
+        straight: Straight {
+            subcommands: &[],
+            flags: HELP_VERSION,
+        },
     },
     // Antigravity reads root `AGENTS.md` since 1.20.3 and only the first 12,000 characters of a
     // rules file ([AG-skly], [AG-promptscript]); its CLI is `agy` ([AG-hermes]). No documented
@@ -402,6 +548,11 @@ pub const AGENTS: &[Agent] = &[
         // No resume: no ids.
         id_shape: IdShape::None,
         at_imports: false,
+        // Unverified: only the near-universal `--help` and `--version`.
+        straight: Straight {
+            subcommands: &[],
+            flags: HELP_VERSION,
+        },
     },
     // Aider loads no instruction file by itself; the convention is `--read <file>`
     // ([AI-lore], [RU-readme]: ruler writes AGENTS.md and adds it to `read:`). It has no
@@ -419,6 +570,11 @@ pub const AGENTS: &[Agent] = &[
         // No session ids.
         id_shape: IdShape::None,
         at_imports: false,
+        // Unverified: only the near-universal `--help` and `--version`.
+        straight: Straight {
+            subcommands: &[],
+            flags: HELP_VERSION,
+        },
     },
     // GitHub Copilot CLI reads `AGENTS.md` among others ([CP-instr]). `--session-id <id>`
     // "Resume an existing session or task by ID, or set the UUID for a new session";
@@ -440,6 +596,11 @@ pub const AGENTS: &[Agent] = &[
         // Ids: "set the UUID for a new session" (copilot 1.0.102 `--help`).
         id_shape: IdShape::Uuid,
         at_imports: false,
+        // Unverified: only the near-universal `--help` and `--version`.
+        straight: Straight {
+            subcommands: &[],
+            flags: HELP_VERSION,
+        },
     },
     // Qwen Code (a Gemini CLI fork) reads `QWEN.md` ([RS-ff], [AC-qwen]). `--session-id`
     // "Specify a session ID for this run", `-r/--resume <id>`, `-c/--continue` (checked:
@@ -462,6 +623,11 @@ pub const AGENTS: &[Agent] = &[
         // ([AC-qwen]). Unverified.
         id_shape: IdShape::Uuid,
         at_imports: true,
+        // Unverified: only the near-universal `--help` and `--version`.
+        straight: Straight {
+            subcommands: &[],
+            flags: HELP_VERSION,
+        },
     },
     // Amp reads `AGENTS.md` ([AC-amp], [RS-ff]); executable `amp` (npm `@ampcode/cli`).
     // `amp threads continue <T-…>` ([AM-ralph], [AM-hex]). Thread ids come from its service
@@ -482,6 +648,11 @@ pub const AGENTS: &[Agent] = &[
         // Ids: `T-` then a UUID ([AM-hex]). Unverified.
         id_shape: IdShape::PrefixedUuid("T-"),
         at_imports: false,
+        // Unverified: only the near-universal `--help` and `--version`.
+        straight: Straight {
+            subcommands: &[],
+            flags: HELP_VERSION,
+        },
     },
     // Goose reads `.goosehints` ([GO-hints]). `goose session -r --session-id <id>` ([GO-cli]);
     // sessions are named, not announced. Unverified: not on the registries reached here.
@@ -501,6 +672,11 @@ pub const AGENTS: &[Agent] = &[
         // Ids: `20251108_1` ([GO-cli]). Unverified.
         id_shape: IdShape::DateSerial,
         at_imports: false,
+        // Unverified: only the near-universal `--help` and `--version`.
+        straight: Straight {
+            subcommands: &[],
+            flags: HELP_VERSION,
+        },
     },
 ];
 
@@ -590,6 +766,39 @@ mod tests {
         );
         let kiro = by_name("kiro").unwrap().resume.unwrap();
         assert_eq!(kiro.apply("k", &[]), os(&["chat", "--resume-id", "k"]));
+    }
+
+    #[test]
+    fn commands_that_start_no_session_run_straight() {
+        let claude = by_name("claude").unwrap().straight;
+        for line in [
+            &["--version"][..],
+            &["-v"],
+            &["mcp", "list"],
+            &["--debug", "mcp", "list"],
+            &["doctor"],
+            &["-p", "hi", "--help"],
+        ] {
+            assert!(claude.matches(&os(line)), "{line:?}");
+        }
+        for line in [
+            &[][..],
+            &["-p", "mcp list"],
+            &["fix the mcp server"],
+            &["--", "--version"],
+            &["-p", "--", "mcp"],
+        ] {
+            assert!(!claude.matches(&os(line)), "{line:?}");
+        }
+        let codex = by_name("codex").unwrap().straight;
+        assert!(codex.matches(&os(&["login", "status"])) && codex.matches(&os(&["-V"])));
+        assert!(!codex.matches(&os(&["exec", "go"])) && !codex.matches(&os(&["resume"])));
+        assert!(
+            by_name("aider")
+                .unwrap()
+                .straight
+                .matches(&os(&["--version"]))
+        );
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! With `--hook ID` (the shell's process id) it prints four kinds of line for the hooks in
 //! `shell/`: the segment, the notice (filled with `--notice`, empty otherwise), the path of a
 //! stamp file whose modification time is set to the newest of the watched files as they were
-//! read, and then the watched files (the session, and git's `HEAD` and `logs/HEAD` when the
-//! prompt depends on HEAD). A hook compares the watched files with the stamp using its shell's
+//! read, and then the watched files (the session, and, when the prompt depends on HEAD, git's
+//! `HEAD`, `logs/HEAD`, the branch's ref and its directories, `packed-refs` and the reftable:
+//! [`crate::git::layout::Layout::watched`]). A hook compares the watched files with the stamp using its shell's
 //! own `-nt` test, so a prompt where nothing changed starts no process.
 
 use std::ffi::OsString;
@@ -59,17 +60,21 @@ fn output(args: &PromptArgs) -> Option<String> {
     let loaded = project.load();
     let mut head = None;
     // HEAD matters only for the stale mark, and that needs a checkpoint.
+    // The files watched are git's own (HEAD, the branch's ref wherever the layout keeps it,
+    // packed-refs, the reftable), read before HEAD is: whatever moves HEAD or the branch
+    // touches one of them, so the hook's `-nt` test sees every move `prompt` would show.
+    // A layout with a special file where git keeps HEAD or a ref is not read at all.
     if let Ok(session) = &loaded
         && !session.checkpoints.is_empty()
-        && let Ok(Some(repo)) = git::discover(&project.root)
+        && let Ok(Some(layout)) = git::layout::find(&project.root)
     {
-        if let Some(dir) = repo.git_dir() {
-            for file in [dir.join("HEAD"), dir.join("logs").join("HEAD")] {
-                let time = mtime(&file);
-                watched.push((file, time));
-            }
+        for file in layout.watched() {
+            let time = mtime(&file);
+            watched.push((file, time));
         }
-        head = repo.head().ok();
+        if let Ok(Some(repo)) = git::discover(&project.root) {
+            head = repo.head().ok();
+        }
     }
     let (segment, notice) = match &loaded {
         Ok(session) => {

@@ -162,15 +162,6 @@ fn pty_wanted(args: &RunArgs) -> bool {
 fn launch_and_record(args: RunArgs) -> Result<i32> {
     let cwd = cwd()?;
     let use_pty = pty_wanted(&args);
-    // Every signal is caught from before the run record is written to the end (see
-    // `launch::signals::TABLE`): none can end the launcher with the run half-recorded.
-    #[cfg(unix)]
-    let watch = {
-        signals::install_fault_handlers();
-        signals::Watch::install(&signals::caught(use_pty))?
-    };
-    #[cfg(not(unix))]
-    let watch = signals::Watch::install(&[])?;
     let mut rest: Vec<OsString> = args.args;
     let name = match args.agent {
         Some(a) => a,
@@ -182,6 +173,28 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         }
     };
     let program = launch::resolve(&name, &cwd)?;
+    // `claude --version`, `codex login`, `gemini mcp list`: no agent session starts, so there
+    // is nothing to record, checkpoint or export (the agent table says which lines these are).
+    if let Some(agent) = program.agent
+        && !args.resume
+        && agent.straight.matches(&rest)
+    {
+        #[cfg(unix)]
+        let watch = signals::Watch::install(&signals::caught(false))?;
+        #[cfg(not(unix))]
+        let watch = signals::Watch::install(&[])?;
+        let ran = plain::run(&program.path, &program.name, &rest, &[], &cwd, &watch)?;
+        return Ok(ran.exit.launcher_code());
+    }
+    // Every signal is caught from before the run record is written to the end (see
+    // `launch::signals::TABLE`): none can end the launcher with the run half-recorded.
+    #[cfg(unix)]
+    let watch = {
+        signals::install_fault_handlers();
+        signals::Watch::install(&signals::caught(use_pty))?
+    };
+    #[cfg(not(unix))]
+    let watch = signals::Watch::install(&[])?;
     let project = super::project()?;
     let context_exists = program
         .agent
@@ -256,6 +269,13 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         ));
     }
     let env = [(launch::RUN_ID_ENV, started.run_id.to_string())];
+    // Which of the agent's session files its processes hold open: the run's own session, even
+    // when another run of the agent starts one in this directory at the same moment.
+    let witness = program
+        .agent
+        .filter(|_| chosen.is_none())
+        .and_then(session_id::store_dir)
+        .and_then(launch::witness::Witness::start);
     let started_at = Utc::now();
     // A signal that came while the run was prepared (checkpoint, export, record) and that
     // would have gone to the agent: the user or the system asked to stop before it started.
@@ -308,6 +328,9 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         )
         .map_err(NotStarted::Failed)
     };
+    let held = witness
+        .map(launch::witness::Witness::finish)
+        .unwrap_or_default();
     let ran = match result {
         Ok(ran) => ran,
         Err(why) => {
@@ -342,24 +365,33 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         .capture
         .as_ref()
         .map(|_| project.root.join(capture::paths(&run_id).1));
-    let agent_session = program.agent.and_then(|agent| {
-        let finished = session_id::RunFacts {
-            agent,
-            program: &program.path,
-            cwd: &cwd,
-            started: started_at,
-            ended: ended_at,
-            chosen: chosen.as_deref(),
-            capture_txt: capture_txt.as_deref(),
-            taken: &started.taken,
-        };
-        match &resumed {
-            Some(id) => Some(session_id::after_resume(&finished, id)),
-            None => session_id::discover(&finished),
-        }
-    });
+    let agent_session = program
+        .agent
+        .map_or_else(session_id::Found::default, |agent| {
+            let finished = session_id::RunFacts {
+                agent,
+                program: &program.path,
+                cwd: &cwd,
+                started: started_at,
+                ended: ended_at,
+                chosen: chosen.as_deref(),
+                capture_txt: capture_txt.as_deref(),
+                taken: &started.taken,
+                held: &held,
+            };
+            match &resumed {
+                Some(id) => session_id::after_resume(&finished, id),
+                None => session_id::discover(&finished),
+            }
+        });
     match record::finish(&project, &plan, started, exit, agent_session) {
         Ok(done) => {
+            if let Some(why) = &done.session_note {
+                warn(&format!(
+                    "no {} session id is recorded for this run: {why}",
+                    clean_line(&plan.label)
+                ));
+            }
             let run = &done.run;
             let how = match (exit.code, exit.signal) {
                 (Some(c), _) => format!("exited {c}"),

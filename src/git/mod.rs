@@ -8,6 +8,7 @@
 //! output gives them. Only files under the session root count, and its `.pas-agent/` never does.
 
 mod cli;
+pub mod layout;
 mod native;
 
 use std::collections::BTreeMap;
@@ -42,8 +43,9 @@ pub struct Head {
 pub struct WorkTree {
     /// Branch and commit HEAD points at.
     pub head: Head,
-    /// Changed files under the session root, sorted by path, `.pas-agent/` excluded; with
-    /// fingerprints when asked for [`Detail::Files`].
+    /// Changed files under the session root, sorted by path, `.pas-agent/` excluded, and files
+    /// whose only change is pas-agent's own block left out (see `Repo::only_block_changed`);
+    /// with fingerprints when asked for [`Detail::Files`].
     pub files: Vec<FileState>,
 }
 
@@ -127,6 +129,12 @@ fn read_choice() -> Choice {
 /// "outside git".
 pub fn discover(dir: &Path) -> Result<Option<Repo>> {
     let dir = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+    // Neither gix nor git checks what kind of file HEAD is before opening it: a FIFO there
+    // would block every command for ever. Checked first, without opening anything special.
+    if let Err(e) = layout::find(&dir) {
+        crate::term::warn(&format!("git: {e}; continuing without git information"));
+        return Ok(None);
+    }
     let choice = choice();
     let found = if choice == Choice::Cli {
         cli::discover(&dir)
@@ -298,20 +306,77 @@ impl Repo {
             .into_iter()
             .map(|(path, entry)| entry.into_file_state(path))
             .collect();
-        if detail == Detail::Files {
-            for f in &mut files {
-                if f.status != FileStatus::Deleted
-                    && let Some(abs) = self.abs(&f.path)
-                {
-                    let fp = fingerprint::of_path(&abs);
-                    f.fingerprint = fp.content;
-                    f.fingerprint_outside_block = fp.outside_block;
-                }
-            }
-        } else {
+        if detail == Detail::Dirty {
             files.truncate(1);
         }
+        for f in &mut files {
+            if f.status != FileStatus::Deleted
+                && let Some(abs) = self.abs(&f.path)
+            {
+                let fp = fingerprint::of_path(&abs);
+                f.fingerprint = fp.content;
+                f.fingerprint_outside_block = fp.outside_block;
+            }
+        }
+        let own = |f: &FileState| self.only_block_changed(head.commit.as_deref(), f);
+        if detail == Detail::Dirty {
+            // The first change found may be pas-agent's own export: then look at them all.
+            if files.iter().any(own) {
+                let mut all = self.status(Detail::Files)?;
+                all.files.truncate(1);
+                files = all.files;
+            }
+            for f in &mut files {
+                f.fingerprint = None;
+                f.fingerprint_outside_block = None;
+            }
+        } else {
+            files.retain(|f| !own(f));
+        }
         Ok(WorkTree { head, files })
+    }
+
+    /// Whether a changed file differs from HEAD only inside pas-agent's block: it holds one
+    /// block, and its text outside the block is HEAD's version of the file (or nothing, for a
+    /// file HEAD does not have). Such a change is pas-agent's own export, never the user's or an
+    /// agent's: it does not make the work tree dirty, appear in a checkpoint's or a run's files,
+    /// or make a checkpoint stale. Any edit outside the block still counts.
+    fn only_block_changed(&self, head: Option<&str>, f: &FileState) -> bool {
+        let Some(outside_now) = f.fingerprint_outside_block.as_deref() else {
+            return false;
+        };
+        let then = match f.status {
+            FileStatus::Modified => head
+                .and_then(|c| self.blob_at(c, &f.path))
+                .unwrap_or_default(),
+            FileStatus::Untracked | FileStatus::Added => Vec::new(),
+            _ => return false,
+        };
+        fingerprint::outside_block_any(&then).as_deref() == Some(outside_now)
+    }
+
+    /// Whether a change committed between `before` and `after` is only pas-agent's block (as in
+    /// [`Repo::status`]): the file in `after` holds one block and its text outside it is the
+    /// same as in `before`.
+    pub fn only_block_committed(
+        &self,
+        before: Option<&str>,
+        after: &str,
+        change: &TreeChange,
+    ) -> bool {
+        if !matches!(change.status, FileStatus::Modified | FileStatus::Added) {
+            return false;
+        }
+        let Some(now) = self.blob_at(after, &change.path) else {
+            return false;
+        };
+        let Some(outside_now) = fingerprint::outside_block_of(&now) else {
+            return false;
+        };
+        let then = before
+            .and_then(|c| self.blob_at(c, &change.path))
+            .unwrap_or_default();
+        fingerprint::outside_block_any(&then) == Some(outside_now)
     }
 
     /// [`Repo::status`], with a failure reported as a warning (naming `consequence`, what the

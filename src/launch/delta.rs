@@ -1,7 +1,8 @@
 //! Which files a run changed: those whose content or existence differs between the moment the
 //! agent started and the moment it exited, whether the change is still uncommitted or was
 //! committed during the run. A file that was already dirty before the run and is untouched
-//! by it does not count, and neither does the launcher's own export.
+//! by it does not count, and neither does pas-agent's own export (the launcher's, or one made
+//! during the run): a file holding a pas-agent block counts only for its text outside the block.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -50,6 +51,13 @@ pub fn files_changed(
                     false
                 } else {
                     match (&b.fingerprint, &fp.content) {
+                        // Both hold a pas-agent block: what changed inside it is pas-agent's
+                        // export (before or during the run), only the text around it counts.
+                        _ if b.fingerprint_outside_block.is_some()
+                            && fp.outside_block.is_some() =>
+                        {
+                            b.fingerprint_outside_block != fp.outside_block
+                        }
                         (Some(a), Some(n)) => a != n,
                         // No content to compare (a directory, an unreadable file): compare how it
                         // differs from HEAD, and a file that became clean has changed.

@@ -17,6 +17,7 @@ pub mod session_id;
 pub mod signals;
 #[cfg(unix)]
 pub mod terminal;
+pub mod witness;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -79,7 +79,13 @@ pub struct Finished {
     pub run: Run,
     /// 1-based position of the run in `runs`.
     pub number: usize,
+    /// Why no agent session id is recorded though sessions were found (also kept in the run
+    /// record as `agent_session_note`).
+    pub session_note: Option<String>,
 }
+
+/// The key under which a run record keeps why it has no agent session id.
+pub const SESSION_NOTE_KEY: &str = "agent_session_note";
 
 fn live_tree(repo: Option<&Repo>) -> Option<WorkTree> {
     repo?.status_or_warn(Detail::Files, "the run is recorded without git data")
@@ -282,10 +288,12 @@ pub fn git_outcome(
                     crate::term::warn(&format!("{e}; commits of this run not recorded"));
                     Vec::new()
                 });
-            let changes = repo.tree_changes(head_before, after).unwrap_or_else(|e| {
+            let mut changes = repo.tree_changes(head_before, after).unwrap_or_else(|e| {
                 crate::term::warn(&format!("{e}; committed files of this run not recorded"));
                 Vec::new()
             });
+            // A commit that took pas-agent's export along changed nothing of the agent's there.
+            changes.retain(|c| !repo.only_block_committed(head_before, after, c));
             (commits, changes)
         }
         _ => (Vec::new(), Vec::new()),
@@ -322,7 +330,7 @@ pub fn finish(
     plan: &Plan,
     started: Started,
     exit: Exit,
-    agent_session_id: Option<String>,
+    agent_session: super::session_id::Found,
 ) -> Result<Finished> {
     let ended_at = Utc::now();
     let duration_ms = u64::try_from(started.started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -374,6 +382,30 @@ pub fn finish(
                 s.runs.len() - 1
             }
         };
+        // Settled under the lock, against what the other runs recorded by now: two runs never
+        // record one agent session.
+        let me = &s.runs[index];
+        let claimed: Vec<String> = s
+            .runs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != index)
+            .filter_map(|(_, r)| r.agent_session_id.clone())
+            .collect();
+        let unresolved = s.runs.iter().enumerate().any(|(i, r)| {
+            i != index
+                && r.agent == me.agent
+                && r.cwd == me.cwd
+                && r.agent_session_id.is_none()
+                && r.started_at <= ended_at
+                && r.ended_at.is_none_or(|e| e >= me.started_at)
+        });
+        let (session_id, session_note) = super::session_id::choose(
+            &agent_session,
+            &claimed,
+            unresolved,
+            plan.agent.map_or(plan.label.as_str(), |a| a.name),
+        );
         let run = &mut s.runs[index];
         run.state = RunState::Finished;
         run.ended_at = Some(ended_at);
@@ -384,8 +416,17 @@ pub fn finish(
         run.commits = commits.clone();
         run.files_changed = files_changed.clone();
         run.checkpoint_after = checkpoint_after.flatten();
-        if agent_session_id.is_some() {
-            run.agent_session_id = agent_session_id.clone();
+        if session_id.is_some() {
+            run.agent_session_id = session_id;
+        }
+        match &session_note {
+            Some(note) => {
+                run.extra
+                    .insert(SESSION_NOTE_KEY.into(), serde_json::Value::String(note.clone()));
+            }
+            None => {
+                run.extra.remove(SESSION_NOTE_KEY);
+            }
         }
         if plan.capture.is_some() {
             run.capture = plan.capture.clone();
@@ -396,6 +437,7 @@ pub fn finish(
         Ok(Finished {
             run,
             number: index + 1,
+            session_note,
         })
     };
     let finished = match project.modify_within(patience, apply) {

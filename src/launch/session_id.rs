@@ -3,10 +3,14 @@
 //! at exit, or listed by the agent itself. Store layouts and their sources are documented on
 //! [`Store`].
 //!
-//! A store is read only for sessions that belong to this run: the agent's recorded working
+//! A store is read only for sessions that may belong to this run: the agent's recorded working
 //! directory equals the run's, and the session started inside the run (with a small slack for
-//! clocks that tick in whole seconds). Of several, the newest wins. Nothing found is `None`,
-//! never an error: the run is recorded either way.
+//! clocks that tick in whole seconds). A session file the agent's own processes held open
+//! during the run ([`super::witness`]) is this run's for sure. Otherwise the candidates are
+//! guesses, and [`choose`] settles them under the session lock against what other runs
+//! claimed: a session another run recorded is never this one's, and when runs of the agent
+//! overlapped in this directory and the guesses cannot be told apart, no id is recorded and
+//! the run says why. Nothing found is never an error: the run is recorded either way.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read};
@@ -84,6 +88,114 @@ pub struct RunFacts<'a> {
     /// Session ids earlier runs of this project already recorded: never this run's (a session
     /// that an earlier, quick run wrote can look as if it started inside this one).
     pub taken: &'a [String],
+    /// Files of the agent's store that its processes held open during the run (absolute,
+    /// canonical; empty where this cannot be seen).
+    pub held: &'a [PathBuf],
+}
+
+/// What the agent's store or output says about this run's session: one id for sure, or
+/// guesses to be settled by [`choose`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Found {
+    /// The id known for sure: chosen by the launcher and confirmed, printed in this run's own
+    /// output, or in a file the agent's processes held open.
+    pub sure: Option<String>,
+    /// Sessions of this directory that started inside the run, newest first.
+    pub guesses: Vec<String>,
+}
+
+impl Found {
+    fn sure(id: impl Into<String>) -> Found {
+        Found {
+            sure: Some(id.into()),
+            guesses: Vec::new(),
+        }
+    }
+
+    /// Keeps only the ids that have `shape`.
+    fn of_shape(self, shape: crate::agents::IdShape) -> Found {
+        Found {
+            sure: self.sure.filter(|id| shape.accepts(id)),
+            guesses: self
+                .guesses
+                .into_iter()
+                .filter(|id| shape.accepts(id))
+                .collect(),
+        }
+    }
+}
+
+/// One session read from a store: its id, its start, and the file it is kept in.
+#[derive(Debug, Clone)]
+struct Candidate {
+    id: String,
+    at: DateTime<Utc>,
+    file: Option<PathBuf>,
+}
+
+/// Turns a store's candidates into [`Found`]: one held open by the agent is sure; the rest are
+/// guesses, newest first.
+fn settle(run: &RunFacts<'_>, mut all: Vec<Candidate>) -> Found {
+    let held = |f: &Option<PathBuf>| {
+        f.as_ref().is_some_and(|f| {
+            let f = f.canonicalize().unwrap_or_else(|_| f.clone());
+            run.held.contains(&f)
+        })
+    };
+    let mut sure: Vec<&Candidate> = all.iter().filter(|c| held(&c.file)).collect();
+    sure.dedup_by(|a, b| a.id == b.id);
+    if let [one] = sure.as_slice() {
+        return Found::sure(one.id.clone());
+    }
+    all.sort_by_key(|c| std::cmp::Reverse(c.at));
+    let mut guesses: Vec<String> = Vec::new();
+    for c in all {
+        if !guesses.contains(&c.id) {
+            guesses.push(c.id);
+        }
+    }
+    Found {
+        sure: None,
+        guesses,
+    }
+}
+
+/// Settles what discovery found, under the session lock: `claimed` are the ids other runs of
+/// the project recorded, and `unresolved` says whether another run of this agent in this
+/// directory overlapped this one in time and has no session id (it may still be running).
+///
+/// Returns the id to record and, when none is recorded though sessions were found, why.
+pub fn choose(
+    found: &Found,
+    claimed: &[String],
+    unresolved: bool,
+    agent: &str,
+) -> (Option<String>, Option<String>) {
+    if let Some(id) = &found.sure {
+        return (Some(id.clone()), None);
+    }
+    let free: Vec<&String> = found
+        .guesses
+        .iter()
+        .filter(|g| !claimed.contains(g))
+        .collect();
+    match free.as_slice() {
+        [] if found.guesses.is_empty() => (None, None),
+        [] => (
+            None,
+            Some(format!(
+                "every {agent} session that started in this directory during the run is recorded by another run"
+            )),
+        ),
+        _ if unresolved => (
+            None,
+            Some(format!(
+                "another {agent} run overlapped this one in the same directory, and which of the {} session(s) that started meanwhile is this run's cannot be told, so none is recorded",
+                free.len()
+            )),
+        ),
+        [newest, ..] => (Some((*newest).clone()), None),
+    }
 }
 
 impl RunFacts<'_> {
@@ -93,43 +205,56 @@ impl RunFacts<'_> {
     }
 }
 
-/// The agent's session id for a finished new run, or `None` when it cannot be learned or does
-/// not have the agent's id shape ([`Agent::id_shape`]: what a store or a capture holds is not
-/// trusted to be an id).
-pub fn discover(run: &RunFacts<'_>) -> Option<String> {
-    discover_any(run).filter(|id| run.agent.id_shape.accepts(id))
+/// What is known of the agent's session for a finished new run (settle it with [`choose`]).
+/// Only ids of the agent's id shape ([`Agent::id_shape`]) are kept: what a store or a capture
+/// holds is not trusted to be an id.
+pub fn discover(run: &RunFacts<'_>) -> Found {
+    discover_any(run).of_shape(run.agent.id_shape)
 }
 
-fn discover_any(run: &RunFacts<'_>) -> Option<String> {
+fn discover_any(run: &RunFacts<'_>) -> Found {
     match run.agent.session_id {
-        SessionId::Unknown => None,
+        SessionId::Unknown => Found::default(),
         SessionId::Choose { store, .. } => {
-            let chosen = run.chosen?;
+            let Some(chosen) = run.chosen else {
+                return Found::default();
+            };
             match store {
                 // The agent may have ignored the flag (claude-code#44607): believe the store.
                 Some(store) if !in_store(store, chosen) => read_store(store, run),
-                _ => Some(chosen.to_string()),
+                _ => Found::sure(chosen),
             }
         }
         SessionId::Discover(store) => read_store(store, run),
-        SessionId::Printed { marker } => printed(run.capture_txt?, marker),
-        SessionId::Listed { args } => listed(run, args),
+        SessionId::Printed { marker } => run
+            .capture_txt
+            .and_then(|c| printed(c, marker))
+            .map(Found::sure)
+            .unwrap_or_default(),
+        SessionId::Listed { args } => Found {
+            sure: None,
+            guesses: listed(run, args),
+        },
     }
 }
 
 /// The session a resumed run ended in: the agent's store says which session was written during
 /// the run (a resume that forks, or an agent that starts a new id on resume, shows up there);
 /// otherwise the id that was resumed.
-pub fn after_resume(run: &RunFacts<'_>, resumed: &str) -> String {
+pub fn after_resume(run: &RunFacts<'_>, resumed: &str) -> Found {
     let store = match run.agent.session_id {
         SessionId::Choose { store, .. } => store,
         SessionId::Discover(store) => Some(store),
         _ => None,
     };
-    store
-        .and_then(|s| read_store(s, run))
-        .filter(|id| run.agent.id_shape.accepts(id))
-        .unwrap_or_else(|| resumed.to_string())
+    match store.map(|s| read_store(s, run).of_shape(run.agent.id_shape)) {
+        Some(found) if found.sure.is_some() => found,
+        Some(Found { guesses, .. }) if !guesses.is_empty() => Found {
+            sure: None,
+            guesses,
+        },
+        _ => Found::sure(resumed),
+    }
 }
 
 fn env_dir(var: &str) -> Option<PathBuf> {
@@ -168,11 +293,27 @@ fn claude_has(projects: &Path, id: &str) -> bool {
     subdirs(projects).any(|d| d.join(&name).is_file())
 }
 
-fn read_store(store: Store, run: &RunFacts<'_>) -> Option<String> {
+fn read_store(store: Store, run: &RunFacts<'_>) -> Found {
+    let all = match store {
+        Store::ClaudeProjects => claude_dir().map(|d| claude(&d.join("projects"), run)),
+        Store::CodexRollouts => codex_dir().map(|d| codex(&d.join("sessions"), run)),
+        Store::GeminiChats => gemini_dir().map(|d| gemini(&d, run)),
+    };
+    settle(run, all.unwrap_or_default())
+}
+
+/// The directory of an agent's session store, whose files the witness looks for among the
+/// agent's open files (`None` for agents whose session is not read from a store).
+pub fn store_dir(agent: &Agent) -> Option<PathBuf> {
+    let store = match agent.session_id {
+        SessionId::Choose { store, .. } => store?,
+        SessionId::Discover(store) => store,
+        _ => return None,
+    };
     match store {
-        Store::ClaudeProjects => claude(&claude_dir()?.join("projects"), run),
-        Store::CodexRollouts => codex(&codex_dir()?.join("sessions"), run),
-        Store::GeminiChats => gemini(&gemini_dir()?, run),
+        Store::ClaudeProjects => Some(claude_dir()?.join("projects")),
+        Store::CodexRollouts => Some(codex_dir()?.join("sessions")),
+        Store::GeminiChats => gemini_dir(),
     }
 }
 
@@ -232,8 +373,8 @@ fn same_dir(a: &str, b: &Path) -> bool {
 }
 
 /// Claude Code: transcripts under `projects` written during the run whose events name this cwd.
-fn claude(projects: &Path, run: &RunFacts<'_>) -> Option<String> {
-    let mut best: Option<(DateTime<Utc>, String)> = None;
+fn claude(projects: &Path, run: &RunFacts<'_>) -> Vec<Candidate> {
+    let mut out = Vec::new();
     for dir in subdirs(projects) {
         for path in files(&dir) {
             if path.extension() != Some(OsStr::new("jsonl")) {
@@ -248,12 +389,16 @@ fn claude(projects: &Path, run: &RunFacts<'_>) -> Option<String> {
             let Some(id) = claude_session(&path, run.cwd) else {
                 continue;
             };
-            if run.fresh(&id) && best.as_ref().is_none_or(|(t, _)| mtime > *t) {
-                best = Some((mtime, id));
+            if run.fresh(&id) {
+                out.push(Candidate {
+                    id,
+                    at: mtime,
+                    file: Some(path),
+                });
             }
         }
     }
-    best.map(|(_, id)| id)
+    out
 }
 
 fn claude_session(path: &Path, cwd: &Path) -> Option<String> {
@@ -275,15 +420,18 @@ fn claude_session(path: &Path, cwd: &Path) -> Option<String> {
 
 /// Codex: rollouts under `sessions` in the day directories the run touched (local and UTC
 /// dates, a day either side) whose `session_meta` has this cwd and a start inside the run.
-fn codex(sessions: &Path, run: &RunFacts<'_>) -> Option<String> {
+fn codex(sessions: &Path, run: &RunFacts<'_>) -> Vec<Candidate> {
     let mut days = std::collections::BTreeSet::new();
     let mut day = (run.started - chrono::Duration::days(1)).date_naive();
     let last = (run.ended + chrono::Duration::days(1)).date_naive();
     while day <= last {
         days.insert(day);
-        day = day.succ_opt()?;
+        match day.succ_opt() {
+            Some(next) => day = next,
+            None => break,
+        }
     }
-    let mut best: Option<(DateTime<Utc>, String)> = None;
+    let mut out = Vec::new();
     for day in days {
         let dir = sessions.join(day.format("%Y/%m/%d").to_string());
         for path in files(&dir) {
@@ -308,21 +456,21 @@ fn codex(sessions: &Path, run: &RunFacts<'_>) -> Option<String> {
             ) else {
                 continue;
             };
-            if same_dir(cwd, run.cwd)
-                && inside(run, t)
-                && run.fresh(id)
-                && best.as_ref().is_none_or(|(b, _)| t > *b)
-            {
-                best = Some((t, id.to_string()));
+            if same_dir(cwd, run.cwd) && inside(run, t) && run.fresh(id) {
+                out.push(Candidate {
+                    id: id.to_string(),
+                    at: t,
+                    file: Some(path),
+                });
             }
         }
     }
-    best.map(|(_, id)| id)
+    out
 }
 
 /// Gemini CLI: the project's chat files under `root` (`~/.gemini`) whose first line says a main
 /// session started inside the run.
-fn gemini(root: &Path, run: &RunFacts<'_>) -> Option<String> {
+fn gemini(root: &Path, run: &RunFacts<'_>) -> Vec<Candidate> {
     let tmp = root.join("tmp");
     let mut dirs: Vec<PathBuf> = Vec::new();
     // The registry maps the project directory to its short id.
@@ -347,7 +495,7 @@ fn gemini(root: &Path, run: &RunFacts<'_>) -> Option<String> {
             dirs.push(dir);
         }
     }
-    let mut best: Option<(DateTime<Utc>, String)> = None;
+    let mut out = Vec::new();
     for dir in dirs {
         for path in files(&dir.join("chats")) {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -366,12 +514,16 @@ fn gemini(root: &Path, run: &RunFacts<'_>) -> Option<String> {
             else {
                 continue;
             };
-            if inside(run, t) && run.fresh(id) && best.as_ref().is_none_or(|(b, _)| t > *b) {
-                best = Some((t, id.to_string()));
+            if inside(run, t) && run.fresh(id) {
+                out.push(Candidate {
+                    id: id.to_string(),
+                    at: t,
+                    file: Some(path),
+                });
             }
         }
     }
-    best.map(|(_, id)| id)
+    out
 }
 
 /// A legacy `.json` chat file, read whole (up to [`MAX_LINE`]).
@@ -397,9 +549,13 @@ fn printed(capture: &Path, marker: &str) -> Option<String> {
     })
 }
 
-/// Runs the agent's own session listing and picks the newest session of this cwd created
-/// inside the run.
-fn listed(run: &RunFacts<'_>, args: &[&str]) -> Option<String> {
+/// Runs the agent's own session listing: the sessions of this cwd created inside the run,
+/// newest first.
+fn listed(run: &RunFacts<'_>, args: &[&str]) -> Vec<String> {
+    listed_sessions(run, args).unwrap_or_default()
+}
+
+fn listed_sessions(run: &RunFacts<'_>, args: &[&str]) -> Option<Vec<String>> {
     let mut child = std::process::Command::new(run.program)
         .args(args)
         .current_dir(run.cwd)
@@ -433,7 +589,7 @@ fn listed(run: &RunFacts<'_>, args: &[&str]) -> Option<String> {
     let sessions: Value = serde_json::from_slice(&out).ok()?;
     let from = (run.started - slack()).timestamp_millis();
     let to = (run.ended + slack()).timestamp_millis();
-    sessions
+    let mut found: Vec<(i64, String)> = sessions
         .as_array()?
         .iter()
         .filter(|s| {
@@ -441,10 +597,11 @@ fn listed(run: &RunFacts<'_>, args: &[&str]) -> Option<String> {
                 .as_str()
                 .is_some_and(|d| same_dir(d, run.cwd))
         })
-        .filter_map(|s| Some((s["created"].as_i64()?, s["id"].as_str()?)))
+        .filter_map(|s| Some((s["created"].as_i64()?, s["id"].as_str()?.to_string())))
         .filter(|(t, id)| (from..=to).contains(t) && run.fresh(id))
-        .max_by_key(|(t, _)| *t)
-        .map(|(_, id)| id.to_string())
+        .collect();
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    Some(found.into_iter().map(|(_, id)| id).collect())
 }
 
 #[cfg(test)]
@@ -490,7 +647,13 @@ mod tests {
             chosen: None,
             capture_txt: None,
             taken: &[],
+            held: &[],
         }
+    }
+
+    /// The newest guess, as `choose` takes it when no other run is in the way.
+    fn best(run: &RunFacts<'_>, all: Vec<Candidate>) -> Option<String> {
+        settle(run, all).guesses.into_iter().next()
     }
 
     fn write(path: &Path, text: &str) {
@@ -530,19 +693,63 @@ mod tests {
         write(&day.join("notes.txt"), "not a rollout");
         let agent = crate::agents::by_name("codex").unwrap();
         let run = finished(agent, &cwd, start);
-        assert_eq!(codex(&sessions, &run).as_deref(), Some("newest"));
+        assert_eq!(
+            best(&run, codex(&sessions, &run)).as_deref(),
+            Some("newest")
+        );
         // A session an earlier run recorded is never this run's, however close in time.
         let taken = ["newest".to_string()];
         let run = RunFacts {
             taken: &taken,
             ..finished(agent, &cwd, start)
         };
-        assert_eq!(codex(&sessions, &run).as_deref(), Some("in-run"));
+        assert_eq!(
+            best(&run, codex(&sessions, &run)).as_deref(),
+            Some("in-run")
+        );
         let run = finished(agent, tmp.path(), start - chrono::Duration::hours(1));
         assert_eq!(
-            codex(&sessions, &run),
+            best(&run, codex(&sessions, &run)),
             None,
             "nothing of that cwd started then"
+        );
+        // A rollout the agent's processes held open is this run's, newest or not.
+        let held = [day.join("rollout-a-1.jsonl").canonicalize().unwrap()];
+        let run = RunFacts {
+            held: &held,
+            ..finished(agent, &cwd, start)
+        };
+        assert_eq!(
+            settle(&run, codex(&sessions, &run)).sure.as_deref(),
+            Some("in-run")
+        );
+    }
+
+    #[test]
+    fn guesses_are_settled_against_other_runs() {
+        let found = Found {
+            sure: None,
+            guesses: vec!["b".into(), "a".into()],
+        };
+        assert_eq!(
+            choose(&found, &[], false, "Codex"),
+            (Some("b".into()), None)
+        );
+        assert_eq!(
+            choose(&found, &["b".into()], false, "Codex").0.as_deref(),
+            Some("a")
+        );
+        let (id, why) = choose(&found, &[], true, "Codex");
+        assert_eq!(id, None);
+        assert!(why.unwrap().contains("overlapped"));
+        let (id, why) = choose(&found, &["a".into(), "b".into()], false, "Codex");
+        assert!(id.is_none() && why.unwrap().contains("another run"));
+        assert_eq!(choose(&Found::default(), &[], true, "Codex"), (None, None));
+        assert_eq!(
+            choose(&Found::sure("s"), &["s".into()], true, "Codex")
+                .0
+                .as_deref(),
+            Some("s")
         );
     }
 
@@ -578,7 +785,7 @@ mod tests {
         );
         let gemini_agent = crate::agents::by_name("gemini").unwrap();
         let run = finished(gemini_agent, &cwd, start);
-        assert_eq!(gemini(&root, &run).as_deref(), Some("main-id"));
+        assert_eq!(best(&run, gemini(&root, &run)).as_deref(), Some("main-id"));
 
         // Without the registry, `.project_root` names the directory.
         std::fs::remove_file(root.join("projects.json")).unwrap();
@@ -586,9 +793,9 @@ mod tests {
             &root.join("tmp/work/.project_root"),
             &cwd.display().to_string(),
         );
-        assert_eq!(gemini(&root, &run).as_deref(), Some("main-id"));
+        assert_eq!(best(&run, gemini(&root, &run)).as_deref(), Some("main-id"));
         std::fs::remove_file(root.join("tmp/work/.project_root")).unwrap();
-        assert_eq!(gemini(&root, &run), None);
+        assert_eq!(best(&run, gemini(&root, &run)), None);
     }
 
     #[test]
@@ -608,7 +815,7 @@ mod tests {
         let claude_agent = crate::agents::by_name("claude").unwrap();
         let start = Utc::now() - chrono::Duration::seconds(1);
         let run = finished(claude_agent, &cwd, start);
-        assert_eq!(claude(&projects, &run).as_deref(), Some("abc"));
+        assert_eq!(best(&run, claude(&projects, &run)).as_deref(), Some("abc"));
         assert!(claude_has(&projects, "abc") && !claude_has(&projects, "nope"));
     }
 }
