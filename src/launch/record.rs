@@ -398,7 +398,16 @@ pub fn finish(
                 && r.cwd == me.cwd
                 && r.agent_session_id.is_none()
                 && r.started_at <= ended_at
-                && r.ended_at.is_none_or(|e| e >= me.started_at)
+                && match r.ended_at {
+                    Some(e) => e >= me.started_at,
+                    // Without an end: only a run still going counts (an abandoned one
+                    // left no session to tell apart from).
+                    None => {
+                        r.state == RunState::Running
+                            && process::liveness(r.launcher_pid, r.launcher_started.as_deref())
+                                != Liveness::Dead
+                    }
+                }
         });
         let (session_id, session_note) = super::session_id::choose(
             &agent_session,
