@@ -614,6 +614,8 @@ fn values_this_version_cannot_keep_exactly_are_refused_and_never_rewritten() {
             "cannot be kept exactly",
         ),
         (r#", "future": 1e400"#, "number out of range"),
+        (r#", "future": [-0]"#, "cannot be kept exactly"),
+        (r#", "runs": [{"duration_ms": 1.0}]"#, "invalid type: floating point"),
         (r#", "future": 1, "future": 2"#, "appears twice"),
         (r#", "task": {"description": "other"}"#, "duplicate field"),
         (r#", "future": "\ud800""#, "hex escape"),
