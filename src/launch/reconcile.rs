@@ -115,10 +115,9 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
     })?;
     let ids: Vec<Uuid> = outcomes.iter().map(|(id, _, _, _)| *id).collect();
     record::unregister(&ids);
-    for (id, _, _, pending) in &outcomes {
-        if pending.is_some() {
-            outcome::clear(&project.root, id);
-        }
+    // Their launchers are gone: nobody needs their reserved space or kept outcome any more.
+    for id in &ids {
+        outcome::clear(&project.root, id);
     }
     Ok(closed)
 }

@@ -615,7 +615,10 @@ fn values_this_version_cannot_keep_exactly_are_refused_and_never_rewritten() {
         ),
         (r#", "future": 1e400"#, "number out of range"),
         (r#", "future": [-0]"#, "cannot be kept exactly"),
-        (r#", "runs": [{"duration_ms": 1.0}]"#, "invalid type: floating point"),
+        (
+            r#", "runs": [{"duration_ms": 1.0}]"#,
+            "invalid type: floating point",
+        ),
         (r#", "future": 1, "future": 2"#, "appears twice"),
         (r#", "task": {"description": "other"}"#, "duplicate field"),
         (r#", "future": "\ud800""#, "hex escape"),
@@ -748,6 +751,8 @@ fn paths_in_the_record_that_leave_the_work_tree_are_never_opened() {
     }
     let run = last_run(&sb);
     assert_eq!(run["state"], "abandoned", "{run}");
+    // The killed launcher's reserved space is given back.
+    assert!(!sb.path(".pas-agent/runs").exists());
     let real = fnv(b"outside, now\n");
     for f in run["files_changed"].as_array().unwrap() {
         assert_ne!(f["fingerprint"], json!(real), "{run}");
@@ -798,6 +803,10 @@ fn a_nested_repository_is_never_silently_recorded_as_the_outer_one() {
         assert_ne!(git["commit"], json!(inner_head));
         assert_eq!(git["branch"], "main");
     }
+    // From the outer top, both backends see the nested repository as one untracked entry.
+    let cli = observe(&sb, Some("cli"));
+    assert_eq!(cli, observe(&sb, Some("gix")));
+    assert_eq!(cli.1, json!([{"path": "inner/", "status": "Untracked"}]));
     // `init` there starts the nested repository's own session, and then it is used silently.
     let out = sb.run_in("inner", &["init", "--task", "inner work"]);
     assert!(out.status.success(), "{}", stderr(&out));
