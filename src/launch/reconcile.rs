@@ -210,7 +210,11 @@ pub fn registry(reg: &Registry) -> Result<Vec<super::registry::Entry>> {
     let mut projects = std::collections::BTreeSet::new();
     for e in &entries {
         if e.liveness() == Liveness::Dead {
-            dead.push(e.run_id);
+            // An entry holding an outcome stays until its project has recorded it (the
+            // project's reconcile removes it), unless the project is gone.
+            if e.outcome().is_none() || !Project::at(&e.project).has_session() {
+                dead.push(e.run_id);
+            }
             projects.insert(e.project.clone());
         }
     }
