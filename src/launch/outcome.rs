@@ -10,7 +10,9 @@
 //!    — and renames it to `outcome.json` (the [`Pending`] outcome);
 //! 2. saves the after-record again, now with the freed space; on success `outcome.json` goes.
 //!
-//! If that save fails too, `outcome.json` stays, and the next pas-agent command in the project
+//! If that save fails too, `outcome.json` stays (or, when there was no reserve to write it in,
+//! the outcome goes into the run's entry in the machine-wide registry, often on another disk),
+//! and the next pas-agent command in the project
 //! that finds the run `running` with its launcher gone records it as `finished` with that
 //! outcome (and `outcome_recorded_late` saying why) instead of `abandoned`. Nothing here ever
 //! claims a kill: a run whose outcome was lost is `abandoned` with exit code and signal null.
@@ -67,8 +69,10 @@ pub fn pending_path(root: &Path, run_id: &Uuid) -> PathBuf {
 }
 
 /// Reserves space for the after-record of a run of the project at `root` whose session file is
-/// `session_len` bytes now. Returns whether space was reserved; failing is not an error (the
-/// run goes on, and a full disk may then lose the outcome, which is reported).
+/// `session_len` bytes now.
+///
+/// Errors: the space could not be reserved (the caller warns and the run goes on; a full disk
+/// may then cost the outcome, which is reported).
 pub fn reserve(root: &Path, run_id: &Uuid, session_len: u64) -> io::Result<()> {
     let dir = run_dir(root, run_id);
     let runs = root.join(RUNS_DIR);
@@ -159,12 +163,25 @@ pub fn keep(root: &Path, pending: &Pending) -> io::Result<PathBuf> {
     result
 }
 
-/// The pending outcome of a run, if one was kept and is readable.
+/// The pending outcome of a run, if one was kept and is readable: in the project, else in
+/// the machine-wide registry.
 pub fn pending(root: &Path, run_id: &Uuid) -> Option<Pending> {
-    let bytes =
-        crate::fsutil::read_limited(&pending_path(root, run_id), PENDING_MAX_BYTES).ok()??;
-    serde_json::from_slice::<Pending>(&bytes)
-        .ok()
+    let in_project = || {
+        let bytes =
+            crate::fsutil::read_limited(&pending_path(root, run_id), PENDING_MAX_BYTES).ok()??;
+        serde_json::from_slice::<Pending>(&bytes).ok()
+    };
+    let in_registry = || {
+        super::registry::Registry::open()
+            .ok()?
+            .entries()
+            .ok()?
+            .into_iter()
+            .find(|e| e.run_id == *run_id)?
+            .outcome()
+    };
+    in_project()
+        .or_else(in_registry)
         .filter(|p| p.run_id == *run_id)
 }
 

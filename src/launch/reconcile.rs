@@ -115,10 +115,9 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
     })?;
     let ids: Vec<Uuid> = outcomes.iter().map(|(id, _, _, _)| *id).collect();
     record::unregister(&ids);
-    for (id, _, _, pending) in &outcomes {
-        if pending.is_some() {
-            outcome::clear(&project.root, id);
-        }
+    // Their launchers are gone: nobody needs their reserved space or kept outcome any more.
+    for id in &ids {
+        outcome::clear(&project.root, id);
     }
     Ok(closed)
 }
@@ -211,7 +210,11 @@ pub fn registry(reg: &Registry) -> Result<Vec<super::registry::Entry>> {
     let mut projects = std::collections::BTreeSet::new();
     for e in &entries {
         if e.liveness() == Liveness::Dead {
-            dead.push(e.run_id);
+            // An entry holding an outcome stays until its project has recorded it (the
+            // project's reconcile removes it), unless the project is gone.
+            if e.outcome().is_none() || !Project::at(&e.project).has_session() {
+                dead.push(e.run_id);
+            }
             projects.insert(e.project.clone());
         }
     }

@@ -472,22 +472,38 @@ pub fn finish(
                     Ok(done)
                 }
                 Err(second) => {
+                    let later = "the next pas-agent command in this project records it";
                     match &kept {
-                        Ok(path) => crate::term::warn(&format!(
-                            "the run's outcome ({}) is kept in {}; the next pas-agent command in this project records it",
-                            describe(exit),
-                            crate::term::clean(&path.to_string_lossy())
-                        )),
-                        Err(e) => crate::term::warn(&format!(
-                            "the run's outcome ({}) could not be kept either ({e})",
-                            describe(exit)
-                        )),
+                        Ok(path) => {
+                            crate::term::warn(&format!(
+                                "the run's outcome ({}) is kept in {}; {later}",
+                                describe(exit),
+                                crate::term::clean(&path.to_string_lossy())
+                            ));
+                            unregister(&[run_id]);
+                        }
+                        Err(e) => {
+                            outcome::clear(&project.root, &run_id);
+                            // No room in the project: the registry's entry (kept, not removed).
+                            let value = serde_json::to_value(&pending).unwrap_or_default();
+                            match registry::Registry::open()
+                                .and_then(|r| r.keep_outcome(run_id, value))
+                            {
+                                Ok(true) => crate::term::warn(&format!(
+                                    "the run's outcome ({}) is kept in the machine-wide run registry; {later}",
+                                    describe(exit)
+                                )),
+                                Ok(false) => crate::term::warn(&format!(
+                                    "the run's outcome ({}) could not be kept anywhere (the project: {e}; the run registry has no entry for it)",
+                                    describe(exit)
+                                )),
+                                Err(r) => crate::term::warn(&format!(
+                                    "the run's outcome ({}) could not be kept anywhere (the project: {e}; the run registry: {r})",
+                                    describe(exit)
+                                )),
+                            }
+                        }
                     }
-                    // Keep the pending outcome for the next command; drop the rest.
-                    if kept.is_err() {
-                        outcome::clear(&project.root, &run_id);
-                    }
-                    unregister(&[run_id]);
                     return Err(second);
                 }
             }

@@ -43,6 +43,10 @@ pub const LOCK: &str = "runs.lock";
 /// and a change that would make it larger is refused.
 pub const MAX_BYTES: u64 = crate::limits::REGISTRY.bytes;
 
+/// Field of an [`Entry`] holding the outcome its launcher could not save in the project
+/// ([`super::outcome::Pending`]); such an entry stays until the outcome is recorded.
+pub const OUTCOME_FIELD: &str = "outcome";
+
 /// One live run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -90,6 +94,13 @@ impl Entry {
             nonce: run.nonce.clone(),
             extra: Extra::new(),
         }
+    }
+
+    /// The outcome kept here for its project, if any.
+    pub fn outcome(&self) -> Option<super::outcome::Pending> {
+        self.extra
+            .get(OUTCOME_FIELD)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
 
     /// Whether its launcher still runs.
@@ -236,6 +247,18 @@ impl Registry {
         self.modify(|runs| {
             runs.retain(|e| e.run_id != entry.run_id);
             runs.push(entry);
+        })
+    }
+
+    /// Keeps a run's outcome in its entry (field [`OUTCOME_FIELD`]), for when the project's
+    /// own disk cannot take it (see [`super::outcome`]). Returns whether the entry was there.
+    pub fn keep_outcome(&self, run_id: Uuid, outcome: serde_json::Value) -> Result<bool> {
+        self.modify(|runs| match runs.iter_mut().find(|e| e.run_id == run_id) {
+            Some(e) => {
+                e.extra.insert(OUTCOME_FIELD.into(), outcome);
+                true
+            }
+            None => false,
         })
     }
 

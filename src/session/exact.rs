@@ -4,7 +4,8 @@
 //! cannot make that trip exactly through `serde_json`: a number with more precision or range
 //! than an `f64`/`u64`/`i64` (`123456789012345678901234567890`, `0.10000000000000000000001`,
 //! `1e-400`), and an object with the same key twice (one of them would be dropped). Such a
-//! file is refused as damaged (exit 5) and left untouched, never rewritten lossily. A number
+//! file is refused as damaged (exit 5) and left untouched, never rewritten lossily. So is an
+//! integer that would come back as a float (`-0`, written back as `-0.0`). A number
 //! whose value survives but whose spelling changes (`1E2` written back as `100.0`) is fine.
 //! (Lone surrogates such as `"\ud800"` and numbers out of `f64` range such as `1e400` are
 //! already refused by `serde_json` itself.)
@@ -94,12 +95,18 @@ pub fn check(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `serde_json` writes the number back with the same value.
+/// Whether `serde_json` writes the number back with the same value, and an integer as an
+/// integer (`-0` would come back as the float `-0.0`).
 fn exact(token: &str) -> bool {
     let Ok(n) = serde_json::Number::from_str(token) else {
         return false;
     };
-    match (decimal(token), decimal(&n.to_string())) {
+    let is_integer = |t: &str| !t.contains(['.', 'e', 'E']);
+    let back = n.to_string();
+    if is_integer(token) && !is_integer(&back) {
+        return false;
+    }
+    match (decimal(token), decimal(&back)) {
         (Some(a), Some(b)) => a == b,
         _ => false,
     }
@@ -163,6 +170,7 @@ mod tests {
             "0.10000000000000000000001",
             "1e400",
             "1e-400",
+            "-0",
         ] {
             assert!(!exact(bad), "{bad}");
         }

@@ -501,22 +501,71 @@ fn changed(run: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A hostile agent: fills the disk, takes the launcher's reserve too, fills it again.
+const GREEDY: &str = "head -c 8000000 /dev/zero > fill 2>/dev/null; rm -f .pas-agent/runs/*/outcome.reserve; head -c 8000000 /dev/zero > fill2 2>/dev/null; exit 3";
+
 #[test]
-fn an_outcome_that_cannot_be_written_is_reported_and_never_called_a_kill() {
+fn an_outcome_with_no_room_in_the_project_is_kept_in_the_run_registry() {
     let Some((sb, _fs)) = sandbox_on_a_small_disk() else {
         return;
     };
-    // A hostile agent: fills the disk, takes the launcher's reserve too, fills it again.
-    sb.stand_in(
-        "greedy",
-        "head -c 8000000 /dev/zero > fill 2>/dev/null; rm -f .pas-agent/runs/*/outcome.reserve; head -c 8000000 /dev/zero > fill2 2>/dev/null; exit 3",
-    );
+    sb.stand_in("greedy", GREEDY);
     let out = sb.run(&["run", "--no-pty", "--", "greedy"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("could not be written"), "{err}");
     assert!(err.contains("exited 3"), "{err}");
     assert!(err.contains("No space left"), "{err}");
+    assert!(
+        err.contains("kept in the machine-wide run registry"),
+        "{err}"
+    );
+    assert_eq!(last_run(&sb)["state"], "running");
+    // While the disk is still full, commands work and the outcome waits.
+    let out = sb.run(&["status"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(last_run(&sb)["state"], "running");
+    // Space again: the next command records the outcome.
+    std::fs::remove_file(sb.path("fill")).unwrap();
+    std::fs::remove_file(sb.path("fill2")).unwrap();
+    let out = sb.run(&["runs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = last_run(&sb);
+    assert_eq!(run["state"], "finished", "{run}");
+    assert_eq!(run["exit_code"], 3, "{run}");
+    assert!(
+        run["outcome_recorded_late"]
+            .as_str()
+            .unwrap()
+            .contains("No space left"),
+        "{run}"
+    );
+    let all: Value = serde_json::from_str(&sb.ok(&["runs", "--all", "--json"])).unwrap();
+    assert_eq!(
+        all["runs"],
+        json!([]),
+        "the registry entry is gone once recorded"
+    );
+}
+
+#[test]
+fn an_outcome_that_cannot_be_kept_anywhere_is_reported_and_never_called_a_kill() {
+    let Some((mut sb, _fs)) = sandbox_on_a_small_disk() else {
+        return;
+    };
+    // The run registry on the same full disk.
+    let state = sb.path(".git/pas-agent-state");
+    sb.env.push((
+        "PAS_AGENT_STATE_DIR".into(),
+        state.to_string_lossy().into_owned(),
+    ));
+    sb.stand_in("greedy", GREEDY);
+    let out = sb.run(&["run", "--no-pty", "--", "greedy"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("could not be written"), "{err}");
+    assert!(err.contains("exited 3"), "{err}");
+    assert!(err.contains("could not be kept anywhere"), "{err}");
     // Space again: the run is closed without claiming a kill.
     std::fs::remove_file(sb.path("fill")).unwrap();
     std::fs::remove_file(sb.path("fill2")).unwrap();
@@ -621,6 +670,11 @@ fn values_this_version_cannot_keep_exactly_are_refused_and_never_rewritten() {
             "cannot be kept exactly",
         ),
         (r#", "future": 1e400"#, "number out of range"),
+        (r#", "future": [-0]"#, "cannot be kept exactly"),
+        (
+            r#", "runs": [{"duration_ms": 1.0}]"#,
+            "invalid type: floating point",
+        ),
         (r#", "future": 1, "future": 2"#, "appears twice"),
         (r#", "task": {"description": "other"}"#, "duplicate field"),
         (r#", "future": "\ud800""#, "hex escape"),
@@ -753,6 +807,8 @@ fn paths_in_the_record_that_leave_the_work_tree_are_never_opened() {
     }
     let run = last_run(&sb);
     assert_eq!(run["state"], "abandoned", "{run}");
+    // The killed launcher's reserved space is given back.
+    assert!(!sb.path(".pas-agent/runs").exists());
     let real = fnv(b"outside, now\n");
     for f in run["files_changed"].as_array().unwrap() {
         assert_ne!(f["fingerprint"], json!(real), "{run}");
@@ -803,6 +859,10 @@ fn a_nested_repository_is_never_silently_recorded_as_the_outer_one() {
         assert_ne!(git["commit"], json!(inner_head));
         assert_eq!(git["branch"], "main");
     }
+    // From the outer top, both backends see the nested repository as one untracked entry.
+    let cli = observe(&sb, Some("cli"));
+    assert_eq!(cli, observe(&sb, Some("gix")));
+    assert_eq!(cli.1, json!([{"path": "inner/", "status": "Untracked"}]));
     // `init` there starts the nested repository's own session, and then it is used silently.
     let out = sb.run_in("inner", &["init", "--task", "inner work"]);
     assert!(out.status.success(), "{}", stderr(&out));
