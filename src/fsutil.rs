@@ -7,6 +7,8 @@
 //!   inside the canonical session root. A path the user named on the command line (`-o`) may
 //!   lie outside it, as long as no link *inside* the root leads it out: a committed
 //!   `CLAUDE.md -> ~/.ssh/authorized_keys` or `docs -> /etc` is refused even when named.
+//! - **Never into `.git`.** A real target inside a `.git` directory under the root (git's
+//!   configuration and hooks) is refused, however it was reached.
 //! - **No links for private files.** Lock and capture files are opened with `O_NOFOLLOW` and
 //!   created with `O_EXCL`; an existing file is never truncated to take a lock.
 //! - **Permissions for everyone.** A file or directory with no write bit for anyone is
@@ -41,13 +43,13 @@ pub enum WriteError {
     #[error("the file is read-only; refusing to replace it")]
     ReadOnly,
     /// The directory the file would be created or replaced in is read-only.
-    #[error("its directory {} is read-only (no write permission for this user{}); nothing was written", .0.display(), if is_root() { "; as root, a directory with no write bit for anyone counts as read-only" } else { "" })]
+    #[error("its directory {} is read-only (no write permission for this user{})", .0.display(), if is_root() { "; as root, a directory with no write bit for anyone counts as read-only" } else { "" })]
     ReadOnlyDir(PathBuf),
     /// The target path resolves to something that is not a regular file.
     #[error("not a regular file ({0})")]
     NotAFile(&'static str),
     /// The real target lies outside the session root, reached through `link`.
-    #[error("{}; refusing to write outside the session root {}", describe_outside(.link.as_deref(), .real), .root.display())]
+    #[error("{}, outside the session root {}; refusing to write there", describe_outside(.link.as_deref(), .real, .root), .root.display())]
     Outside {
         /// Where the path really leads.
         real: PathBuf,
@@ -55,6 +57,13 @@ pub enum WriteError {
         link: Option<PathBuf>,
         /// The canonical session root.
         root: PathBuf,
+    },
+    /// The real target lies inside a `.git` directory (git's own configuration and hooks): a
+    /// link in the project must not make pas-agent write there.
+    #[error("it leads to {}, inside a git directory; refusing to write there", .real.display())]
+    GitDir {
+        /// Where the path really leads.
+        real: PathBuf,
     },
     /// A file that is never written through a link is one.
     #[error("{} is a symbolic link{}; pas-agent never opens its own files through a link (delete the link)", .path.display(), .target.as_ref().map(|t| format!(" to {}", t.display())).unwrap_or_default())]
@@ -81,11 +90,11 @@ pub enum WriteError {
     Io(#[from] io::Error),
 }
 
-fn describe_outside(link: Option<&Path>, real: &Path) -> String {
+fn describe_outside(link: Option<&Path>, real: &Path, root: &Path) -> String {
     match link {
         Some(link) => format!(
-            "{} is a symbolic link leading to {}",
-            link.display(),
+            "the symbolic link {} leads to {}",
+            link.strip_prefix(root).unwrap_or(link).display(),
             real.display()
         ),
         None => format!("it resolves to {}", real.display()),
@@ -98,7 +107,7 @@ impl WriteError {
     pub fn is_location(&self) -> bool {
         matches!(
             self,
-            WriteError::Outside { .. } | WriteError::Symlink { .. }
+            WriteError::Outside { .. } | WriteError::Symlink { .. } | WriteError::GitDir { .. }
         )
     }
 }
@@ -165,6 +174,12 @@ impl WriteGuard {
     /// 40 links included).
     pub fn check(&self, path: &Path, named: Named) -> Result<PathBuf, WriteError> {
         let (real, link) = resolve(path, &self.root)?;
+        let in_git_dir = real
+            .strip_prefix(&self.root)
+            .is_ok_and(|rel| rel.components().any(|c| c.as_os_str() == ".git"));
+        if in_git_dir {
+            return Err(WriteError::GitDir { real });
+        }
         if real.starts_with(&self.root) || (named == Named::ByUser && link.is_none()) {
             return Ok(real);
         }
@@ -243,6 +258,13 @@ impl WriteGuard {
                 link: None,
                 root: self.root.clone(),
             });
+        }
+        if fs::symlink_metadata(&real).is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} already exists", real.display()),
+            )
+            .into());
         }
         let dir_meta = writable_dir(&real_dir)?;
         let mut options = OpenOptions::new();

@@ -247,6 +247,17 @@ fn a_context_file_linked_outside_is_refused_by_export() {
         .collect();
     assert_eq!(listing.len(), 1, "{listing:?}");
     assert_eq!(std::fs::read_to_string(&keys).unwrap(), KEYS);
+    // Nor into git's own directory, even though it is inside the root.
+    symlink(".git/config", sb.path("QWEN.md")).unwrap();
+    let config = sb.bytes(".git/config");
+    let err = sb.fails(&["export", "--to", "qwen"], 6);
+    assert!(err.contains("git directory"), "{err}");
+    sb.fails(
+        &["export", "--to", "claude", "-o", ".git/hooks/pre-commit"],
+        6,
+    );
+    assert_eq!(sb.bytes(".git/config"), config);
+    assert!(!sb.path(".git/hooks/pre-commit").exists());
     // The user naming the real outside file is asking for it.
     let mine = keys.parent().unwrap().join("notes.md");
     sb.ok(&["export", "--to", "claude", "-o", mine.to_str().unwrap()]);
