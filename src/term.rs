@@ -248,4 +248,17 @@ mod tests {
             serde_json::to_string_pretty(&plain).unwrap()
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn nothing_unsafe_survives_the_edge(text in "\\PC*|[\\x00-\\x{ff}\\x{2000}-\\x{206f}]{0,40}") {
+            let out = clean_output(&text);
+            proptest::prop_assert!(out.chars().all(|c| c == '\n' || c == '\t' || !is_unsafe(c)));
+            proptest::prop_assert_eq!(out.chars().count(), text.chars().count());
+            let json = to_json(&serde_json::json!({ text.clone(): [text.clone()] })).unwrap();
+            proptest::prop_assert!(json.chars().all(|c| c == '\n' || !is_unsafe(c)));
+            let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+            proptest::prop_assert_eq!(&back[&text][0], &serde_json::Value::String(text.clone()));
+        }
+    }
 }

@@ -123,6 +123,10 @@ fn hostile_session(hostile: &str) -> Sandbox {
     s["x_unknown"] = json!("u");
     s["task"]["x_unknown"] = json!("u");
     poison(&mut s, hostile);
+    // Unknown fields' names are printed by `--json` too.
+    s.as_object_mut()
+        .unwrap()
+        .insert(hostile.to_string(), json!(hostile));
     sb.write(
         ".pas-agent/session.json",
         serde_json::to_string_pretty(&s).unwrap(),
@@ -749,4 +753,43 @@ fn blocks_an_agent_sees_through_imports_are_kept_current_together() {
         block_of(&sb.read("AGENTS.md")),
         block_of(&sb.read("CLAUDE.md"))
     );
+}
+
+#[test]
+fn real_codex_sees_the_block_of_a_long_agents_md() {
+    require("codex", "@openai/codex");
+    let mut sb = Sandbox::with_session();
+    let mock = Mock::start();
+    sb.env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
+    // 39,200 bytes of the user's own rules: past Codex's 32 KiB `project_doc_max_bytes`.
+    let mine = format!("# Rules\n\n{}", "rule line of forty bytes, more or less.\n".repeat(980));
+    sb.write("AGENTS.md", &mine);
+    let provider = format!(
+        "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",wire_api=\"responses\",env_key=\"OPENAI_API_KEY\"}}",
+        mock.base()
+    );
+    sb.ok(&[
+        "run",
+        "codex",
+        "--",
+        "exec",
+        "--skip-git-repo-check",
+        "-c",
+        "model_provider=mock",
+        "-c",
+        "model=mock-model",
+        "-c",
+        &provider,
+        "hello",
+    ]);
+    let bodies: Vec<String> = mock
+        .model_requests("/v1/responses")
+        .into_iter()
+        .map(|r| r.body)
+        .collect();
+    assert!(
+        bodies.iter().any(|b| b.contains("Build the thing")),
+        "Codex did not see the block"
+    );
+    assert!(sb.read("AGENTS.md").ends_with(&mine));
 }
