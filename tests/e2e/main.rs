@@ -7,6 +7,7 @@ mod agents;
 mod commands;
 mod docs;
 mod export;
+mod field_terminal;
 mod git;
 mod hooks;
 mod hooks_tmux;
