@@ -191,7 +191,9 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     #[cfg(unix)]
     let watch = {
         signals::install_fault_handlers();
-        signals::Watch::install(&signals::caught(use_pty))?
+        let watch = signals::Watch::install(&signals::caught(use_pty))?;
+        watch.flag(&signals::stop_before_start(use_pty))?;
+        watch
     };
     #[cfg(not(unix))]
     let watch = signals::Watch::install(&[])?;
@@ -279,18 +281,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     let started_at = Utc::now();
     // A signal that came while the run was prepared (checkpoint, export, record) and that
     // would have gone to the agent: the user or the system asked to stop before it started.
-    let stopped = std::iter::from_fn(|| watch.try_next()).find_map(|event| match event {
-        #[cfg(unix)]
-        signals::Event::Signal {
-            signal,
-            from_kernel,
-        } => match signals::action(signal, use_pty) {
-            signals::Action::Forward { .. } => Some(signal),
-            signals::Action::ForwardSent if !from_kernel => Some(signal),
-            _ => None,
-        },
-        _ => None,
-    });
+    let stopped = watch.stop_requested();
     #[cfg(unix)]
     let result = match stopped {
         Some(signal) => Err(NotStarted::Signal(signal)),

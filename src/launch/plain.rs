@@ -54,13 +54,13 @@ pub struct Ran {
     pub mid_line: bool,
 }
 
-/// Maps a failure to start `program` to the launcher's exit codes, as a shell does: 127 when
-/// it does not exist, 126 when it exists but cannot be executed (permissions, a directory, a
-/// `#!` interpreter that does not exist: bash's "bad interpreter", also 126).
+/// Maps a failure to start `program` to the launcher's exit codes, as the shells do (bash,
+/// dash, zsh and fish alike): 127 when it, or the `#!` interpreter it names, does not exist;
+/// 126 when it exists but cannot be executed (permissions, a directory, an unknown format).
 pub fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
     let exists = program.exists();
     let code = match e.kind() {
-        std::io::ErrorKind::NotFound if !exists => exit::NOT_FOUND,
+        std::io::ErrorKind::NotFound => exit::NOT_FOUND,
         _ => exit::NOT_EXECUTABLE,
     };
     let why = match (e.kind(), interpreter(program)) {

@@ -176,6 +176,20 @@ pub fn caught(pty: bool) -> Vec<i32> {
         .collect()
 }
 
+/// The signals that, arriving while the run is prepared (before the agent starts), stop it:
+/// every caught one that would be sent to the agent or end it, except the ones the kernel
+/// raises for the launcher's own doing (SIGPIPE, SIGXFSZ, SIGXCPU).
+#[cfg(unix)]
+pub fn stop_before_start(pty: bool) -> Vec<i32> {
+    caught(pty)
+        .into_iter()
+        .filter(|s| {
+            matches!(action(*s, pty), Action::Forward { .. } | Action::ForwardSent)
+                && ![libc::SIGPIPE, libc::SIGXFSZ, libc::SIGXCPU].contains(s)
+        })
+        .collect()
+}
+
 /// Where a forwarded signal goes, for the fault handler: the agent's pid, or minus its
 /// process group; 0 before the agent started.
 static AGENT_TARGET: AtomicI32 = AtomicI32::new(0);
@@ -211,6 +225,7 @@ pub enum Event {
 pub struct Watch {
     tx: Sender<Event>,
     rx: Receiver<Event>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     #[cfg(unix)]
     handle: signal_hook::iterator::Handle,
 }
@@ -249,19 +264,48 @@ impl Watch {
                 message: format!("starting the signal thread: {e}"),
                 code: exit::LAUNCHER_FAILED,
             })?;
-        Ok(Watch { tx, rx, handle })
+        Ok(Watch {
+            tx,
+            rx,
+            handle,
+            stop: Default::default(),
+        })
     }
 
     /// Without Unix signals there is nothing to install: only the exit event arrives.
     #[cfg(not(unix))]
     pub fn install(_signals: &[i32]) -> Result<Watch, Error> {
         let (tx, rx) = mpsc::channel();
-        Ok(Watch { tx, rx })
+        Ok(Watch {
+            tx,
+            rx,
+            stop: Default::default(),
+        })
     }
 
-    /// The next event if one is waiting, without blocking.
-    pub fn try_next(&self) -> Option<Event> {
-        self.rx.try_recv().ok()
+    /// Remembers, from inside the signal handler itself (no thread in between), the last of
+    /// `signals` that arrives: see [`Watch::stop_requested`].
+    ///
+    /// Errors: [`Error::Launch`] (125) when a handler cannot be installed.
+    #[cfg(unix)]
+    pub fn flag(&self, signals: &[i32]) -> Result<(), Error> {
+        for s in signals {
+            let value = usize::try_from(*s).unwrap_or(0);
+            signal_hook::flag::register_usize(*s, std::sync::Arc::clone(&self.stop), value)
+                .map_err(|e| Error::Launch {
+                    message: format!("installing signal handlers: {e}"),
+                    code: exit::LAUNCHER_FAILED,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// The last flagged signal that arrived (see [`Watch::flag`]), if any.
+    pub fn stop_requested(&self) -> Option<i32> {
+        match self.stop.load(Ordering::SeqCst) {
+            0 => None,
+            s => i32::try_from(s).ok(),
+        }
     }
 
     /// A sender for other event sources (the waiter thread).

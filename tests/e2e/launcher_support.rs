@@ -89,6 +89,18 @@ impl Tmux {
     /// Starts `pas-agent <args>` (shell-quoted) in a `cols`×`rows` window, in `dir`, with the
     /// sandbox's environment plus `extra_env`.
     pub fn start(sb: &Sandbox, args: &[&str], cols: u16, rows: u16) -> Tmux {
+        let mut line = sh_quote(&bin().to_string_lossy());
+        for a in args {
+            line.push(' ');
+            line.push_str(&sh_quote(a));
+        }
+        Tmux::start_shell(sb, &line, cols, rows)
+    }
+
+    /// Starts a shell command line (`sh -c`; redirections allowed) in a `cols`×`rows` window.
+    /// Around it the window's shell records the terminal's full state (see [`PANE_STATE`]
+    /// and `stty -g`) before, and after it: [`Tmux::exit_code`] compares them.
+    pub fn start_shell(sb: &Sandbox, line: &str, cols: u16, rows: u16) -> Tmux {
         // A fresh socket per server: a new server on the socket of one just killed can race
         // its shutdown ("server exited unexpectedly").
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -111,18 +123,21 @@ impl Tmux {
             env,
             work: sb.work.clone(),
         };
-        let mut line = sh_quote(&bin().to_string_lossy());
-        for a in args {
-            line.push(' ');
-            line.push_str(&sh_quote(a));
-        }
-        // The terminal's settings before and after, to check pas-agent restores them.
-        let stty = |name: &str| sh_quote(&t.exit_file.with_extension(name).to_string_lossy());
+        let file = |name: &str| sh_quote(&t.exit_file.with_extension(name).to_string_lossy());
+        // A Ctrl-C at the window's terminal (after pas-agent gave it back) must not end this
+        // shell; a trap (unlike an ignored signal) is not inherited by pas-agent. After the
+        // command: its exit status, a marker (capitals and digits, drawn alike in every
+        // character set) once all its output is on the screen, and a line read for the paste
+        // probe.
         let script = format!(
-            "stty -g > {before}; {line}; code=$?; stty -g > {after}; echo $code > {0}.tmp && mv {0}.tmp {0}; sleep 600",
+            "trap : INT QUIT\nstty -g > {before}; tmux display -p -t \"$TMUX_PANE\" {fmt} > {state}\n{line}\ncode=$?; stty -g > {after}; echo $code > {0}.tmp && mv {0}.tmp {0}\nprintf '%s\\n' {marker}\nwhile IFS= read -r pasted; do [ -n \"$pasted\" ] && break; done; printf '%s' \"$pasted\" > {pasted}\nsleep 600",
             sh_quote(&t.exit_file.to_string_lossy()),
-            before = stty("before"),
-            after = stty("after"),
+            before = file("before"),
+            after = file("after"),
+            state = file("state"),
+            pasted = file("pasted"),
+            fmt = sh_quote(PANE_STATE),
+            marker = sh_quote(DONE_MARKER),
         );
         let out = t
             .cmd()
@@ -201,19 +216,108 @@ impl Tmux {
         ]);
     }
 
-    /// Waits for pas-agent to exit and returns its exit status. Also checks that the terminal's
-    /// settings after pas-agent are those from before it (raw mode was undone).
+    /// Waits for pas-agent to exit and returns its exit status. Also checks that it gave the
+    /// terminal back exactly as it found it (see [`Tmux::assert_terminal_restored`]).
     pub fn exit_code(&self) -> i32 {
+        let code = self.exit_code_only();
+        self.assert_terminal_restored();
+        code
+    }
+
+    /// Waits for the command to exit and returns its exit status, without checking the
+    /// terminal.
+    pub fn exit_code_only(&self) -> i32 {
         let text = wait_for("pas-agent to exit", || {
             std::fs::read_to_string(&self.exit_file).ok()
         });
+        text.trim().parse().expect("exit status")
+    }
+
+    /// The terminal after the command is the terminal before it, in every respect tmux shows:
+    /// its settings (`stty -g`), the pane's modes ([`PANE_STATE`]: alternate screen, cursor,
+    /// keypad, mouse reporting and encodings, insert, wrap, origin, scroll region, colours),
+    /// the attributes and character set of text printed afterwards (the marker line is plain
+    /// text in the default rendition), and bracketed paste (a paste reaches the shell without
+    /// bracket sequences).
+    pub fn assert_terminal_restored(&self) {
+        self.exit_code_only();
         let before = read(&self.exit_file.with_extension("before"));
         let after = read(&self.exit_file.with_extension("after"));
         assert!(!before.trim().is_empty(), "stty -g printed nothing");
-        assert_eq!(before, after, "pas-agent left the terminal changed");
-        text.trim().parse().expect("exit status")
+        assert_eq!(before, after, "pas-agent left the terminal's settings changed");
+        self.wait_screen(DONE_MARKER);
+        let state_before = read(&self.exit_file.with_extension("state"));
+        assert!(!state_before.trim().is_empty(), "tmux display printed nothing");
+        let state_after = self.pane_state();
+        let before = normal_state(&state_before);
+        let after = normal_state(&state_after);
+        let diff: Vec<String> = before
+            .iter()
+            .zip(after.iter())
+            .filter(|(b, a)| b != a)
+            .map(|(b, a)| format!("{b} became {a}"))
+            .collect();
+        assert!(diff.is_empty(), "pas-agent left the terminal changed: {diff:?}\n{}", self.screen());
+        let rendered = String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-e"]).stdout)
+            .into_owned();
+        let line = rendered
+            .lines()
+            .find(|l| l.contains("PAS-AFTER"))
+            .unwrap_or_default()
+            .trim_end()
+            .to_string();
+        assert_eq!(
+            line, DONE_MARKER,
+            "text after pas-agent is not drawn plainly (attributes or character set left on)"
+        );
+        self.tmux(&["set-buffer", "PASTE-PROBE"]);
+        self.tmux(&["paste-buffer", "-p"]);
+        self.keys(&["Enter"]);
+        let pasted = wait_for("the paste probe", || {
+            std::fs::read_to_string(self.exit_file.with_extension("pasted")).ok()
+        });
+        assert_eq!(pasted, "PASTE-PROBE", "bracketed paste was left on");
+    }
+
+    /// The pane's modes now, as [`PANE_STATE`] prints them.
+    pub fn pane_state(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["display", "-p", PANE_STATE]).stdout).into_owned()
     }
 }
+
+/// [`PANE_STATE`]'s `name=value` pairs, with the scroll region's bottom counted from the
+/// pane's last line (a resized window moves it) and the height itself left out.
+fn normal_state(state: &str) -> Vec<String> {
+    let height: i64 = state
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("pane_height="))
+        .and_then(|h| h.parse().ok())
+        .unwrap_or(0);
+    state
+        .split_whitespace()
+        .filter(|p| !p.starts_with("pane_height="))
+        .map(|p| match p.strip_prefix("scroll_region_lower=") {
+            Some(v) => format!(
+                "scroll_region_lower=last{:+}",
+                v.parse::<i64>().unwrap_or(0) - (height - 1)
+            ),
+            None => p.to_string(),
+        })
+        .collect()
+}
+
+/// The line the window's shell prints after the command, once its output is on the screen.
+pub const DONE_MARKER: &str = "PAS-AFTER-1 probe_xyz";
+
+/// The pane state tmux (3.3) shows as formats (`man tmux`, FORMATS): every mode a program can
+/// leave on that tmux follows.
+pub const PANE_STATE: &str = "alternate_on=#{alternate_on} cursor_flag=#{cursor_flag} \
+keypad_cursor_flag=#{keypad_cursor_flag} keypad_flag=#{keypad_flag} mouse_any_flag=#{mouse_any_flag} \
+mouse_standard_flag=#{mouse_standard_flag} mouse_button_flag=#{mouse_button_flag} \
+mouse_all_flag=#{mouse_all_flag} mouse_sgr_flag=#{mouse_sgr_flag} mouse_utf8_flag=#{mouse_utf8_flag} \
+insert_flag=#{insert_flag} wrap_flag=#{wrap_flag} origin_flag=#{origin_flag} \
+scroll_region_upper=#{scroll_region_upper} scroll_region_lower=#{scroll_region_lower} \
+pane_fg=#{pane_fg} pane_bg=#{pane_bg} pane_height=#{pane_height}";
 
 impl Drop for Tmux {
     fn drop(&mut self) {

@@ -8,6 +8,7 @@ mod commands;
 mod docs;
 mod export;
 mod field_runs;
+mod field_terminal;
 mod git;
 mod hooks;
 mod hooks_tmux;
