@@ -722,6 +722,13 @@ fn a_context_file_that_imports_another_with_a_block_gets_no_second_block() {
         sb.ok(&["run", agent]);
         assert_eq!(sb.read(file), mine);
         assert!(sb.read("AGENTS.md").contains("a later step"));
+        // The launcher's own write is not the agent's change.
+        let run = last_run(&sb);
+        assert!(
+            crate::common::changed_paths(&run).is_empty(),
+            "{}",
+            run["files_changed"]
+        );
     }
 }
 
