@@ -146,6 +146,23 @@ impl Report {
         out
     }
 
+    /// Every file the export wrote, with whether it was created: the target (unless the block
+    /// went to a file it imports instead), and the files whose blocks were updated through
+    /// imports.
+    pub fn written(&self) -> Vec<(PathBuf, bool)> {
+        let mut out = Vec::new();
+        if self.via_import.is_none() {
+            out.push((self.target.path.clone(), self.outcome == Outcome::Created));
+        }
+        out.extend(
+            self.also
+                .iter()
+                .filter(|(_, r)| r.is_ok())
+                .map(|(p, _)| (p.clone(), false)),
+        );
+        out
+    }
+
     fn limit_warnings(&self, shown: &str) -> Vec<String> {
         let Some(l) = self.limit else {
             return Vec::new();
@@ -154,7 +171,7 @@ impl Report {
         let amount = l.limit.describe(l.limit.amount);
         if l.block_end > l.limit.amount {
             vec![format!(
-                "{agent} reads only the first {amount} of {shown}, and the pas-agent block ends at {} of its {}, so {agent} does not see all of it; move the block nearer the top of the file or shorten the text before it",
+                "{agent} reads only the first {amount} of {shown}, and the pas-agent block ends at {} of its {}, so {agent} does not see all of it; move the block nearer the top of the file, shorten the text before it, or shorten the session (`pas-agent remove`)",
                 l.limit.describe(l.block_end),
                 l.limit.describe(l.file),
             )]

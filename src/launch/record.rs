@@ -15,7 +15,7 @@ use super::process::{self, Liveness};
 use super::registry;
 use crate::agents::Agent;
 use crate::error::Result;
-use crate::export::{self, Outcome, Target};
+use crate::export::{self, Target};
 use crate::fingerprint;
 use crate::git::{self, Detail, Repo, WorkTree};
 use crate::session::model::{CommitRef, FileState, FileStatus, Run, RunState, Session};
@@ -219,10 +219,16 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     })
 }
 
-/// Makes the export part of the baseline, so the launcher's own write to the context file is
-/// not counted as the agent's change.
+/// Makes the export part of the baseline, so the launcher's own writes to context files (the
+/// target, and blocks updated through imports) are not counted as the agent's change.
 fn note_export(repo: &Repo, report: &export::Report, baseline: &mut Vec<FileState>) {
-    let Ok(real) = report.target.path.canonicalize() else {
+    for (path, created) in report.written() {
+        note_written(repo, &path, created, baseline);
+    }
+}
+
+fn note_written(repo: &Repo, path: &Path, created: bool, baseline: &mut Vec<FileState>) {
+    let Ok(real) = path.canonicalize() else {
         return;
     };
     let Ok(rel) = real.strip_prefix(&repo.top) else {
@@ -239,7 +245,7 @@ fn note_export(repo: &Repo, report: &export::Report, baseline: &mut Vec<FileStat
             f.fingerprint_outside_block = fp.outside_block;
         }
         None => {
-            let status = if report.outcome == Outcome::Created {
+            let status = if created {
                 FileStatus::Untracked
             } else {
                 FileStatus::Modified
