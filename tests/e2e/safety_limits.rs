@@ -709,6 +709,16 @@ fn values_this_version_cannot_keep_exactly_are_refused_and_never_rewritten() {
         base(r#", "future": [1E2, 0.5, 18446744073709551615, -9223372036854775808, 1.0]"#),
     );
     sb.ok(&["update", "--next", "x"]);
+    // A double that serde_json's fast float parser would have read one bit off.
+    let sb2 = Sandbox::with_session();
+    sb2.write(SESSION, base(r#", "future": -1.66445586627509e-109"#));
+    sb2.ok(&["update", "--next", "x"]);
+    assert!(
+        sb2.read(SESSION)
+            .contains(r#""future": -1.66445586627509e-109"#),
+        "{}",
+        sb2.read(SESSION)
+    );
     assert_eq!(
         sb.session()["future"],
         json!([
