@@ -113,8 +113,13 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
 }
 
 pub(crate) fn head(top: &Path) -> GitResult<Head> {
-    let branch = run(top, &["symbolic-ref", "--quiet", "--short", "HEAD"])?
-        .map(|b| text(&b).trim().to_string());
+    // Not `--short`: it says `heads/main` when a tag is also named `main`, where gix and
+    // `git status` say `main`.
+    let branch = run(top, &["symbolic-ref", "--quiet", "HEAD"])?.map(|b| {
+        let full = text(&b).trim().to_string();
+        full.strip_prefix("refs/heads/")
+            .map_or_else(|| full.clone(), str::to_string)
+    });
     let commit = run(top, &["rev-parse", "--verify", "--quiet", "HEAD"])?
         .map(|b| text(&b).trim().to_string());
     Ok(Head { branch, commit })

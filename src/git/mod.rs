@@ -641,6 +641,21 @@ mod tests {
         assert_eq!(record_path("ü.txt".as_bytes()), "ü.txt");
     }
 
+    proptest::proptest! {
+        /// Any name git can hold (bytes without NUL) is recorded reversibly, and names that
+        /// are UTF-8 and do not start with `"` are recorded as they are.
+        #[test]
+        fn any_name_round_trips(name in proptest::collection::vec(1u8..=255, 0..40)) {
+            let rec = record_path(&name);
+            proptest::prop_assert_eq!(path_bytes(&rec), name.clone());
+            if let Ok(s) = std::str::from_utf8(&name)
+                && !s.starts_with('"')
+            {
+                proptest::prop_assert_eq!(rec, s);
+            }
+        }
+    }
+
     #[test]
     fn recorded_paths_that_leave_the_work_tree_are_never_files() {
         let repo = Repo {

@@ -200,16 +200,19 @@ fn report(closed: &[Abandoned]) {
     }
 }
 
-/// Reconciles the machine-wide registry: every entry whose launcher is gone is removed, and
-/// its project (when it still has a session) is reconciled too. Returns the entries left.
+/// Reconciles the machine-wide registry: every entry whose launcher is gone is removed (one
+/// holding an outcome its project has not recorded yet stays), and its project (when it
+/// still has a session) is reconciled too. Returns the entries whose launcher is not gone.
 ///
 /// Errors: the registry cannot be read or written.
 pub fn registry(reg: &Registry) -> Result<Vec<super::registry::Entry>> {
     let entries = reg.entries()?;
     let mut dead = Vec::new();
     let mut projects = std::collections::BTreeSet::new();
+    let mut gone = Vec::new();
     for e in &entries {
         if e.liveness() == Liveness::Dead {
+            gone.push(e.run_id);
             // An entry holding an outcome stays until its project has recorded it (the
             // project's reconcile removes it), unless the project is gone.
             if e.outcome().is_none() || !Project::at(&e.project).has_session() {
@@ -233,6 +236,6 @@ pub fn registry(reg: &Registry) -> Result<Vec<super::registry::Entry>> {
     reg.remove(&dead)?;
     Ok(entries
         .into_iter()
-        .filter(|e| !dead.contains(&e.run_id))
+        .filter(|e| !gone.contains(&e.run_id))
         .collect())
 }

@@ -176,6 +176,29 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever number pas-agent itself writes is read back: no false refusals.
+        #[test]
+        fn numbers_serde_json_writes_are_exact(f in proptest::num::f64::ANY, u: u64, i: i64) {
+            for v in [serde_json::json!(f), serde_json::json!(u), serde_json::json!(i)] {
+                if v.is_number() {
+                    let text = v.to_string();
+                    proptest::prop_assert!(exact(&text), "{}", text);
+                }
+            }
+        }
+
+        /// A decimal with more significant digits than a double keeps is refused unless it
+        /// happens to be exactly what comes back.
+        #[test]
+        fn long_decimals_are_refused_or_exact(int in 0u64..1000, frac in "[0-9]{18,30}") {
+            let token = format!("{int}.{frac}1");
+            let back = serde_json::Number::from_str(&token).unwrap().to_string();
+            proptest::prop_assert_eq!(exact(&token), decimal(&token) == decimal(&back));
+            proptest::prop_assert!(!exact(&token));
+        }
+    }
+
     #[test]
     fn duplicate_keys_at_any_depth() {
         assert!(check(r#"{"a":1,"b":{"a":2}}"#).is_ok());

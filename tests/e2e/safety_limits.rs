@@ -453,8 +453,15 @@ impl Drop for SmallFs {
     }
 }
 
+/// A sandbox on a small disk. Fields drop in order: the filesystem is unmounted before the
+/// sandbox's directory is removed.
+struct OnSmallDisk {
+    _fs: SmallFs,
+    sb: Sandbox,
+}
+
 /// A sandbox whose work directory is a 2 MiB filesystem holding a repository and a session.
-fn sandbox_on_a_small_disk() -> Option<(Sandbox, SmallFs)> {
+fn sandbox_on_a_small_disk() -> Option<OnSmallDisk> {
     let sb = Sandbox::plain();
     let fs = SmallFs::mount(&sb.work, "2m")?;
     sb.git(&["init", "-q", "-b", "main"]);
@@ -462,14 +469,15 @@ fn sandbox_on_a_small_disk() -> Option<(Sandbox, SmallFs)> {
     sb.git(&["add", "README.md"]);
     sb.git(&["commit", "-q", "-m", "Initial commit"]);
     sb.ok(&["init", "--task", "fill the disk"]);
-    Some((sb, fs))
+    Some(OnSmallDisk { _fs: fs, sb })
 }
 
 #[test]
 fn an_agent_that_fills_the_disk_keeps_its_outcome() {
-    let Some((sb, _fs)) = sandbox_on_a_small_disk() else {
+    let Some(disk) = sandbox_on_a_small_disk() else {
         return;
     };
+    let sb = &disk.sb;
     sb.stand_in(
         "filler",
         "head -c 8000000 /dev/zero > fill 2>/dev/null; exit 3",
@@ -506,9 +514,10 @@ const GREEDY: &str = "head -c 8000000 /dev/zero > fill 2>/dev/null; rm -f .pas-a
 
 #[test]
 fn an_outcome_with_no_room_in_the_project_is_kept_in_the_run_registry() {
-    let Some((sb, _fs)) = sandbox_on_a_small_disk() else {
+    let Some(disk) = sandbox_on_a_small_disk() else {
         return;
     };
+    let sb = &disk.sb;
     sb.stand_in("greedy", GREEDY);
     let out = sb.run(&["run", "--no-pty", "--", "greedy"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
@@ -550,15 +559,16 @@ fn an_outcome_with_no_room_in_the_project_is_kept_in_the_run_registry() {
 
 #[test]
 fn an_outcome_that_cannot_be_kept_anywhere_is_reported_and_never_called_a_kill() {
-    let Some((mut sb, _fs)) = sandbox_on_a_small_disk() else {
+    let Some(mut disk) = sandbox_on_a_small_disk() else {
         return;
     };
     // The run registry on the same full disk.
-    let state = sb.path(".git/pas-agent-state");
-    sb.env.push((
+    let state = disk.sb.path(".git/pas-agent-state");
+    disk.sb.env.push((
         "PAS_AGENT_STATE_DIR".into(),
         state.to_string_lossy().into_owned(),
     ));
+    let sb = &disk.sb;
     sb.stand_in("greedy", GREEDY);
     let out = sb.run(&["run", "--no-pty", "--", "greedy"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
@@ -716,6 +726,16 @@ fn values_this_version_cannot_keep_exactly_are_refused_and_never_rewritten() {
         base(r#", "future": [1E2, 0.5, 18446744073709551615, -9223372036854775808, 1.0]"#),
     );
     sb.ok(&["update", "--next", "x"]);
+    // A double that serde_json's fast float parser would have read one bit off.
+    let sb2 = Sandbox::with_session();
+    sb2.write(SESSION, base(r#", "future": -1.66445586627509e-109"#));
+    sb2.ok(&["update", "--next", "x"]);
+    assert!(
+        sb2.read(SESSION)
+            .contains(r#""future": -1.66445586627509e-109"#),
+        "{}",
+        sb2.read(SESSION)
+    );
     assert_eq!(
         sb.session()["future"],
         json!([
