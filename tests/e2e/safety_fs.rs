@@ -594,6 +594,8 @@ fn an_empty_or_half_written_registry_reads_as_empty() {
         "",
         "\n",
         "{\"schema_version\": 1, \"runs\": [{\"run_id\": \"12",
+        "\0\0\0\0\0\0\0\0",
+        "{\"schema_version\": 1, \"ru\0\0\0\0",
     ] {
         let sb = Sandbox::with_session();
         let reg = sb.home.join(".local/state/pas-agent");
