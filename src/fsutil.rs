@@ -66,7 +66,7 @@ pub enum WriteError {
         real: PathBuf,
     },
     /// A file that is never written through a link is one.
-    #[error("{} is a symbolic link{}; pas-agent never opens its own files through a link (delete the link)", .path.display(), .target.as_ref().map(|t| format!(" to {}", t.display())).unwrap_or_default())]
+    #[error("it is a symbolic link{}; pas-agent never opens its own files through a link (delete the link {})", .target.as_ref().map(|t| format!(" to {}", t.display())).unwrap_or_default(), .path.display())]
     Symlink {
         /// The link.
         path: PathBuf,

@@ -40,7 +40,14 @@ fn writers() -> Vec<Vec<&'static str>> {
         vec!["update", "--next", "write tests"],
         vec!["checkpoint", "cp"],
         vec!["export", "--to", "claude"],
+        vec!["run", "--no-pty", "--", "true"],
     ]
+}
+
+/// The exit code a refused write gives: 6, or 125 for `run` (the launcher failed before the
+/// agent started).
+fn refused(args: &[&str]) -> i32 {
+    if args[0] == "run" { 125 } else { 6 }
 }
 
 #[test]
@@ -56,7 +63,7 @@ fn a_session_lock_linked_outside_is_never_written() {
             symlink(&victim, &lock).unwrap();
         }
         for args in writers() {
-            let err = sb.fails(&args, 6);
+            let err = sb.fails(&args, refused(&args));
             assert!(err.contains("session.lock"), "{args:?}: {err}");
             assert_eq!(
                 std::fs::read_to_string(&victim).unwrap(),
@@ -125,7 +132,7 @@ fn a_state_directory_or_session_file_linked_outside_is_refused() {
     };
     let names = listing(&out);
     for args in writers() {
-        let err = sb.fails(&args, 6);
+        let err = sb.fails(&args, refused(&args));
         assert!(err.contains(&out.display().to_string()), "{args:?}: {err}");
     }
     assert_eq!(std::fs::read(out.join("session.json")).unwrap(), before);
@@ -145,6 +152,25 @@ fn a_state_directory_or_session_file_linked_outside_is_refused() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+
+    // session.json hard-linked to a file outside: replaced, never written through.
+    let sb = Sandbox::with_session();
+    let victim = outside_file(&sb, "linked.json", &sb.read(".pas-agent/session.json"));
+    let before = std::fs::read(&victim).unwrap();
+    std::fs::remove_file(sb.path(".pas-agent/session.json")).unwrap();
+    std::fs::hard_link(&victim, sb.path(".pas-agent/session.json")).unwrap();
+    sb.ok(&["update", "--next", "y"]);
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
+    assert!(sb.read(".pas-agent/session.json").contains("\"y\""));
+
+    // `init` where `.pas-agent` is a committed link to a directory outside.
+    let sb = Sandbox::repo();
+    let out = outside_dir(&sb).join("empty-state");
+    std::fs::create_dir_all(&out).unwrap();
+    symlink(&out, sb.path(".pas-agent")).unwrap();
+    let err = sb.fails(&["init", "--task", "t"], 6);
+    assert!(err.contains(&out.display().to_string()), "{err}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
 }
 
 #[test]
