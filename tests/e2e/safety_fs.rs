@@ -639,3 +639,43 @@ fn an_empty_or_half_written_registry_reads_as_empty() {
         );
     }
 }
+
+#[test]
+fn a_user_who_cannot_keep_the_owner_is_told_what_to_do() {
+    // Needs root to set the scene and `setpriv` to act as another user.
+    let Ok(setpriv) = which::which("setpriv") else {
+        return;
+    };
+    if !is_root() {
+        return;
+    }
+    let sb = Sandbox::plain();
+    sb.ok(&["init", "--task", "shared"]);
+    let set = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    set(sb.tmp.path(), 0o755);
+    set(&sb.work, 0o777);
+    set(&sb.path(".pas-agent"), 0o777);
+    let session = sb.path(".pas-agent/session.json");
+    set(&session, 0o666);
+    set(&sb.path(".pas-agent/session.lock"), 0o666);
+    std::os::unix::fs::chown(&session, Some(12346), Some(12346)).unwrap();
+    let before = std::fs::read(&session).unwrap();
+    let mut cmd = std::process::Command::new(setpriv);
+    cmd.args(["--reuid", "12345", "--regid", "12345", "--clear-groups"])
+        .arg(crate::common::bin())
+        .args(["update", "--next", "as someone else"]);
+    copy_env(&sb, &mut cmd);
+    let out = cmd.current_dir(&sb.work).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("uid 12346"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("run the command as that user"),
+        "{}",
+        stderr(&out)
+    );
+    let meta = std::fs::metadata(&session).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (12346, 12346));
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+}
