@@ -480,6 +480,14 @@ fn a_read_only_directory_is_respected_as_root_too() {
     set(&state, 0o755);
     assert_eq!(sb.bytes(".pas-agent/session.json"), before);
 
+    // `init` in a read-only project directory creates nothing.
+    let fresh = Sandbox::plain();
+    set(&fresh.work, 0o555);
+    let err = fresh.fails(&["init", "--task", "t"], 1);
+    assert!(err.contains("read-only"), "{err}");
+    assert!(!fresh.path(".pas-agent").exists());
+    set(&fresh.work, 0o755);
+
     // A read-only file stays read-only for root.
     set(&sb.path("CLAUDE.md"), 0o444);
     sb.fails(&["export", "--to", "claude"], 6);
