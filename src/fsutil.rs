@@ -66,7 +66,7 @@ pub enum WriteError {
         real: PathBuf,
     },
     /// A file that is never written through a link is one.
-    #[error("{} is a symbolic link{}; pas-agent never opens its own files through a link (delete the link)", .path.display(), .target.as_ref().map(|t| format!(" to {}", t.display())).unwrap_or_default())]
+    #[error("it is a symbolic link{}; pas-agent never opens its own files through a link (delete the link {})", .target.as_ref().map(|t| format!(" to {}", t.display())).unwrap_or_default(), .path.display())]
     Symlink {
         /// The link.
         path: PathBuf,
@@ -950,6 +950,83 @@ mod tests {
         );
         let (_, created) = g.open_lock(&g.root().join("new.lock")).unwrap();
         assert!(created);
+    }
+
+    /// Every file under `dir` (not following links) with its bytes, and every link with its
+    /// target: a snapshot to prove nothing there changed.
+    #[cfg(unix)]
+    fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap().flatten() {
+                let t = e.file_type().unwrap();
+                if t.is_dir() {
+                    stack.push(e.path());
+                    out.push((e.path(), b"<dir>".to_vec()));
+                } else if t.is_symlink() {
+                    let target = fs::read_link(e.path()).unwrap();
+                    out.push((e.path(), target.to_string_lossy().as_bytes().to_vec()));
+                } else {
+                    out.push((e.path(), fs::read(e.path()).unwrap()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[cfg(unix)]
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever tree of links a repository holds, a write pas-agent chooses either lands
+        /// inside the root or is refused, and nothing outside changes.
+        #[test]
+        fn no_link_tree_leads_a_write_outside(
+            entries in proptest::collection::vec((0usize..6, 0usize..4, 0usize..10), 1..8),
+            target in (0usize..6, proptest::option::of(0usize..6)),
+        ) {
+            let names = ["a", "b", "c", "CLAUDE.md", ".pas-agent", "docs"];
+            let links = [
+                "../outside/keys", "../outside", "a", "b/c", "..", "../repo/a",
+                "../outside/new", ".", "docs/../../outside/keys", "/",
+            ];
+            let tmp = tempfile::tempdir().unwrap();
+            let root = tmp.path().join("repo");
+            let outside = tmp.path().join("outside");
+            fs::create_dir_all(&root).unwrap();
+            fs::create_dir_all(outside.join("sub")).unwrap();
+            fs::write(outside.join("keys"), "KEEP").unwrap();
+            for (name, kind, link) in entries {
+                let p = root.join(names[name]);
+                if fs::symlink_metadata(&p).is_ok() {
+                    continue;
+                }
+                match kind {
+                    0 => fs::create_dir(&p).unwrap(),
+                    1 => fs::write(&p, "mine").unwrap(),
+                    _ => std::os::unix::fs::symlink(links[link], &p).unwrap(),
+                }
+            }
+            let before = snapshot(&outside);
+            let g = WriteGuard::new(&root).unwrap();
+            let mut path = root.join(names[target.0]);
+            if let Some(second) = target.1 {
+                path = path.join(names[second]);
+            }
+            let wrote = g.write(&path, b"block", Named::ByUs, Links::Replace);
+            if let Some(parent) = path.parent() {
+                let _ = g.create_dir_all(parent, Named::ByUs, 0o777);
+            }
+            let _ = g.create_new(&path.with_extension("new"), 0o600);
+            let _ = g.open_lock(&path.with_extension("lock"));
+            proptest::prop_assert_eq!(snapshot(&outside), before);
+            if wrote.is_ok() {
+                let real = g.check(&path, Named::ByUs).unwrap();
+                proptest::prop_assert!(real.starts_with(g.root()));
+                proptest::prop_assert_eq!(fs::read(&real).unwrap(), b"block".to_vec());
+            }
+        }
     }
 
     #[test]

@@ -189,7 +189,15 @@ impl Registry {
             }
             Err(crate::fsutil::ReadError::Io(e)) => return Err(Error::io(path, e)),
         };
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // Empty, or cut off by a crash: some filesystems leave a file of NUL bytes (blocks
+        // allocated, data never written) after a crash mid-write.
+        if bytes.iter().all(|b| b.is_ascii_whitespace() || *b == 0) {
+            return Ok(RegistryFile::default());
+        }
+        if let Some(end) = bytes.iter().position(|b| *b == 0)
+            && bytes[end..].iter().all(|b| *b == 0)
+            && serde_json::from_slice::<RegistryFile>(&bytes[..end]).is_err()
+        {
             return Ok(RegistryFile::default());
         }
         match serde_json::from_slice(&bytes) {

@@ -40,7 +40,14 @@ fn writers() -> Vec<Vec<&'static str>> {
         vec!["update", "--next", "write tests"],
         vec!["checkpoint", "cp"],
         vec!["export", "--to", "claude"],
+        vec!["run", "--no-pty", "--", "true"],
     ]
+}
+
+/// The exit code a refused write gives: 6, or 125 for `run` (the launcher failed before the
+/// agent started).
+fn refused(args: &[&str]) -> i32 {
+    if args[0] == "run" { 125 } else { 6 }
 }
 
 #[test]
@@ -56,7 +63,7 @@ fn a_session_lock_linked_outside_is_never_written() {
             symlink(&victim, &lock).unwrap();
         }
         for args in writers() {
-            let err = sb.fails(&args, 6);
+            let err = sb.fails(&args, refused(&args));
             assert!(err.contains("session.lock"), "{args:?}: {err}");
             assert_eq!(
                 std::fs::read_to_string(&victim).unwrap(),
@@ -125,7 +132,7 @@ fn a_state_directory_or_session_file_linked_outside_is_refused() {
     };
     let names = listing(&out);
     for args in writers() {
-        let err = sb.fails(&args, 6);
+        let err = sb.fails(&args, refused(&args));
         assert!(err.contains(&out.display().to_string()), "{args:?}: {err}");
     }
     assert_eq!(std::fs::read(out.join("session.json")).unwrap(), before);
@@ -145,6 +152,25 @@ fn a_state_directory_or_session_file_linked_outside_is_refused() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+
+    // session.json hard-linked to a file outside: replaced, never written through.
+    let sb = Sandbox::with_session();
+    let victim = outside_file(&sb, "linked.json", &sb.read(".pas-agent/session.json"));
+    let before = std::fs::read(&victim).unwrap();
+    std::fs::remove_file(sb.path(".pas-agent/session.json")).unwrap();
+    std::fs::hard_link(&victim, sb.path(".pas-agent/session.json")).unwrap();
+    sb.ok(&["update", "--next", "y"]);
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
+    assert!(sb.read(".pas-agent/session.json").contains("\"y\""));
+
+    // `init` where `.pas-agent` is a committed link to a directory outside.
+    let sb = Sandbox::repo();
+    let out = outside_dir(&sb).join("empty-state");
+    std::fs::create_dir_all(&out).unwrap();
+    symlink(&out, sb.path(".pas-agent")).unwrap();
+    let err = sb.fails(&["init", "--task", "t"], 6);
+    assert!(err.contains(&out.display().to_string()), "{err}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
 }
 
 #[test]
@@ -454,6 +480,14 @@ fn a_read_only_directory_is_respected_as_root_too() {
     set(&state, 0o755);
     assert_eq!(sb.bytes(".pas-agent/session.json"), before);
 
+    // `init` in a read-only project directory creates nothing.
+    let fresh = Sandbox::plain();
+    set(&fresh.work, 0o555);
+    let err = fresh.fails(&["init", "--task", "t"], 1);
+    assert!(err.contains("read-only"), "{err}");
+    assert!(!fresh.path(".pas-agent").exists());
+    set(&fresh.work, 0o755);
+
     // A read-only file stays read-only for root.
     set(&sb.path("CLAUDE.md"), 0o444);
     sb.fails(&["export", "--to", "claude"], 6);
@@ -594,6 +628,8 @@ fn an_empty_or_half_written_registry_reads_as_empty() {
         "",
         "\n",
         "{\"schema_version\": 1, \"runs\": [{\"run_id\": \"12",
+        "\0\0\0\0\0\0\0\0",
+        "{\"schema_version\": 1, \"ru\0\0\0\0",
     ] {
         let sb = Sandbox::with_session();
         let reg = sb.home.join(".local/state/pas-agent");
@@ -610,4 +646,44 @@ fn an_empty_or_half_written_registry_reads_as_empty() {
             stderr(&out)
         );
     }
+}
+
+#[test]
+fn a_user_who_cannot_keep_the_owner_is_told_what_to_do() {
+    // Needs root to set the scene and `setpriv` to act as another user.
+    let Ok(setpriv) = which::which("setpriv") else {
+        return;
+    };
+    if !is_root() {
+        return;
+    }
+    let sb = Sandbox::plain();
+    sb.ok(&["init", "--task", "shared"]);
+    let set = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    set(sb.tmp.path(), 0o755);
+    set(&sb.work, 0o777);
+    set(&sb.path(".pas-agent"), 0o777);
+    let session = sb.path(".pas-agent/session.json");
+    set(&session, 0o666);
+    set(&sb.path(".pas-agent/session.lock"), 0o666);
+    std::os::unix::fs::chown(&session, Some(12346), Some(12346)).unwrap();
+    let before = std::fs::read(&session).unwrap();
+    let mut cmd = std::process::Command::new(setpriv);
+    cmd.args(["--reuid", "12345", "--regid", "12345", "--clear-groups"])
+        .arg(crate::common::bin())
+        .args(["update", "--next", "as someone else"]);
+    copy_env(&sb, &mut cmd);
+    let out = cmd.current_dir(&sb.work).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("uid 12346"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("run the command as that user"),
+        "{}",
+        stderr(&out)
+    );
+    let meta = std::fs::metadata(&session).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (12346, 12346));
+    assert_eq!(std::fs::read(&session).unwrap(), before);
 }
