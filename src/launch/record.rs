@@ -136,7 +136,15 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     let target = plan
         .export_to
         .map(|a| Target::new(project, a, None, &plan.cwd));
-    let (number, baseline, export, others, taken, session_id, run) = project.modify(|s| {
+    // Room for the after-record, should the agent fill the disk (see `outcome`); taken before
+    // the record says `running`, so the agent starts as soon after that as it did without.
+    let session_len = std::fs::metadata(project.session_path()).map_or(0, |m| m.len());
+    if let Err(e) = outcome::reserve(&project.root, &run_id, session_len) {
+        crate::term::warn(&format!(
+            "could not reserve disk space for this run's record ({e}); if the disk fills up, its outcome may not be saved"
+        ));
+    }
+    let recorded = project.modify(|s| {
         let taken: Vec<String> = s
             .runs
             .iter()
@@ -184,20 +192,16 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         s.updated_at = now;
         let run = s.runs.last().cloned();
         Ok((s.runs.len(), baseline, export, others, taken, s.id, run))
-    })?;
+    });
+    let (number, baseline, export, others, taken, session_id, run) =
+        recorded.inspect_err(|_| outcome::clear(&project.root, &run_id))?;
     if let Some(run) = run {
         let entry = registry::Entry::of(&run, &project.root, session_id);
         if let Err(e) = registry::Registry::open().and_then(|r| r.add(entry)) {
             crate::term::warn(&format!("the run is not in the machine-wide registry: {e}"));
         }
     }
-    // Room for the after-record, should the agent fill the disk (see `outcome`).
-    let session_len = std::fs::metadata(project.session_path()).map_or(0, |m| m.len());
-    if let Err(e) = outcome::reserve(&project.root, &run_id, session_len) {
-        crate::term::warn(&format!(
-            "could not reserve disk space for this run's record ({e}); if the disk fills up, its outcome may not be saved"
-        ));
-    }
+
     Ok(Started {
         run_id,
         nonce,
