@@ -201,7 +201,6 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
             crate::term::warn(&format!("the run is not in the machine-wide registry: {e}"));
         }
     }
-
     Ok(Started {
         run_id,
         nonce,
@@ -321,6 +320,12 @@ pub fn git_outcome(
 /// Completes the run record after the agent exited: exit code or signal, duration, HEAD after,
 /// commits, changed files, the agent's session id, and the "after" checkpoint; and takes the
 /// run out of the machine-wide registry.
+///
+/// When the save fails (a disk the agent filled), the outcome is written into the space
+/// reserved by [`before`], which frees the rest of it, and the save is tried once more; if that
+/// fails too, the outcome stays in `.pas-agent/runs/<id>/outcome.json` (or, with no reserve,
+/// in the run's registry entry) for the next command to record (see [`super::outcome`]), and
+/// the error is returned.
 pub fn finish(
     project: &Project,
     plan: &Plan,
