@@ -142,7 +142,15 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     let target = plan
         .export_to
         .map(|a| Target::new(project, a, None, &plan.cwd));
-    let (number, baseline, export, others, taken, session_id, run) = project.modify(|s| {
+    // Room for the after-record, should the agent fill the disk (see `outcome`); taken before
+    // the record says `running`, so the agent starts as soon after that as it did without.
+    let session_len = std::fs::metadata(project.session_path()).map_or(0, |m| m.len());
+    if let Err(e) = outcome::reserve(&project.root, &run_id, session_len) {
+        crate::term::warn(&format!(
+            "could not reserve disk space for this run's record ({e}); if the disk fills up, its outcome may not be saved"
+        ));
+    }
+    let recorded = project.modify(|s| {
         let taken: Vec<String> = s
             .runs
             .iter()
@@ -190,19 +198,14 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         s.updated_at = now;
         let run = s.runs.last().cloned();
         Ok((s.runs.len(), baseline, export, others, taken, s.id, run))
-    })?;
+    });
+    let (number, baseline, export, others, taken, session_id, run) =
+        recorded.inspect_err(|_| outcome::clear(&project.root, &run_id))?;
     if let Some(run) = run {
         let entry = registry::Entry::of(&run, &project.root, session_id);
         if let Err(e) = registry::Registry::open().and_then(|r| r.add(entry)) {
             crate::term::warn(&format!("the run is not in the machine-wide registry: {e}"));
         }
-    }
-    // Room for the after-record, should the agent fill the disk (see `outcome`).
-    let session_len = std::fs::metadata(project.session_path()).map_or(0, |m| m.len());
-    if let Err(e) = outcome::reserve(&project.root, &run_id, session_len) {
-        crate::term::warn(&format!(
-            "could not reserve disk space for this run's record ({e}); if the disk fills up, its outcome may not be saved"
-        ));
     }
     Ok(Started {
         run_id,
@@ -331,6 +334,12 @@ pub fn git_outcome(
 /// Completes the run record after the agent exited: exit code or signal, duration, HEAD after,
 /// commits, changed files, the agent's session id, and the "after" checkpoint; and takes the
 /// run out of the machine-wide registry.
+///
+/// When the save fails (a disk the agent filled), the outcome is written into the space
+/// reserved by [`before`], which frees the rest of it, and the save is tried once more; if that
+/// fails too, the outcome stays in `.pas-agent/runs/<id>/outcome.json` (or, with no reserve,
+/// in the run's registry entry) for the next command to record (see [`super::outcome`]), and
+/// the error is returned.
 pub fn finish(
     project: &Project,
     plan: &Plan,

@@ -484,7 +484,7 @@ fn an_agent_that_fills_the_disk_keeps_its_outcome() {
     );
     let out = sb.run(&["run", "--no-pty", "--", "filler"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let run = last_run(&sb);
+    let run = last_run(sb);
     assert_eq!(run["state"], "finished", "{run}\n{}", stderr(&out));
     assert_eq!(run["exit_code"], 3, "{run}");
     assert!(run["ended_at"].is_string(), "{run}");
@@ -529,17 +529,17 @@ fn an_outcome_with_no_room_in_the_project_is_kept_in_the_run_registry() {
         err.contains("kept in the machine-wide run registry"),
         "{err}"
     );
-    assert_eq!(last_run(&sb)["state"], "running");
+    assert_eq!(last_run(sb)["state"], "running");
     // While the disk is still full, commands work and the outcome waits.
     let out = sb.run(&["status"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(last_run(&sb)["state"], "running");
+    assert_eq!(last_run(sb)["state"], "running");
     // Space again: the next command records the outcome.
     std::fs::remove_file(sb.path("fill")).unwrap();
     std::fs::remove_file(sb.path("fill2")).unwrap();
     let out = sb.run(&["runs"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let run = last_run(&sb);
+    let run = last_run(sb);
     assert_eq!(run["state"], "finished", "{run}");
     assert_eq!(run["exit_code"], 3, "{run}");
     assert!(
@@ -582,7 +582,7 @@ fn an_outcome_that_cannot_be_kept_anywhere_is_reported_and_never_called_a_kill()
     let out = sb.run(&["runs"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("killed"), "{}", stderr(&out));
-    let run = last_run(&sb);
+    let run = last_run(sb);
     assert_eq!(run["state"], "abandoned", "{run}");
     assert_eq!(run["signal"], Value::Null);
     sb.ok(&["export", "--to", "codex"]);
