@@ -11,7 +11,8 @@
 //!   protocol's stack (`CSI > flags u` pushes, `CSI < n u` pops, `CSI = flags ; mode u`),
 //!   xterm's key modifier options (`CSI > Pp ; Pv m`), the scroll region (`CSI t ; b r`),
 //!   character attributes and colours (SGR), the cursor shape (`CSI n SP q`), the title
-//!   stack (`CSI 22 t` / `CSI 23 t`), the character sets (`ESC ( 0`, SO/SI) and the colours set
+//!   stack (`CSI 22 t` / `CSI 23 t`; the launcher pushes the user's title before the agent
+//!   starts and pops it after, so a title the agent set goes too), the character sets (`ESC ( 0`, SO/SI) and the colours set
 //!   by OSC 4/10/11/12/17/19;
 //! - full (`ESC c`) and soft (`CSI ! p`) resets.
 //!
@@ -50,6 +51,13 @@ pub const PRIVATE: &[(u16, bool)] = &[
     (2026, false), // synchronized output
 ];
 
+/// Saves the terminal's window and icon titles on its title stack (xterm's XTWINOPS 22, also
+/// tmux): the launcher writes it before the agent starts and [`TITLE_POP`] after, so a title
+/// the agent set is replaced by the user's own, which nothing else could know.
+pub const TITLE_PUSH: &[u8] = b"\x1b[22;0t";
+/// Restores the titles saved by [`TITLE_PUSH`] (XTWINOPS 23).
+pub const TITLE_POP: &[u8] = b"\x1b[23;0t";
+
 /// The alternate screen modes, undone after everything that is drawn on that screen.
 const ALT_SCREENS: [u16; 3] = [1049, 1047, 47];
 
@@ -82,6 +90,8 @@ pub struct State {
     sgr: bool,
     cursor_shape: bool,
     titles_pushed: u32,
+    /// The agent popped more titles than it pushed (it took the launcher's entry too).
+    titles_underflow: bool,
     g0_changed: bool,
     shifted_out: bool,
     osc_colours: BTreeSet<u16>,
@@ -122,6 +132,12 @@ impl State {
     /// launcher starts its summary on a fresh line otherwise.
     pub fn at_line_start(&self) -> bool {
         self.at_line_start.unwrap_or(false)
+    }
+
+    /// Whether the title the launcher pushed before the agent started ([`TITLE_PUSH`]) is
+    /// still on the terminal's title stack, under the agent's own entries.
+    pub fn title_stack_intact(&self) -> bool {
+        !self.titles_underflow
     }
 
     /// The bytes that undo everything the agent left on, in an order that keeps each step
@@ -279,7 +295,10 @@ impl vte::Perform for State {
             ([], 'E' | 'F') => self.at_line_start = Some(true),
             ([], 't') => match first {
                 22 => self.titles_pushed += 1,
-                23 => self.titles_pushed = self.titles_pushed.saturating_sub(1),
+                23 => match self.titles_pushed.checked_sub(1) {
+                    Some(n) => self.titles_pushed = n,
+                    None => self.titles_underflow = true,
+                },
                 _ => {}
             },
             ([b'>'], 'u') => self.kitty_pushed += 1,

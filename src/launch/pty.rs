@@ -183,6 +183,8 @@ pub fn run(
     signals::set_agent_target(-pid);
     signals::wait_or_stop_in_background(child, watch.sender());
 
+    // The user's title, to put back after the agent (which may set its own).
+    let _ = write_all(stdout_fd.as_fd(), super::modes::TITLE_PUSH);
     let mut raw = match RawMode::enable(stdin.as_fd()) {
         Ok(r) => Some(r),
         Err(e) => {
@@ -295,7 +297,10 @@ pub fn run(
         sink.closed = true;
         // Undo what the agent left on, before the settings go back (a terminal in
         // synchronized-output or alternate-screen mode would hide the shell's prompt).
-        let reset = sink.modes.state.reset_bytes();
+        let mut reset = sink.modes.state.reset_bytes();
+        if sink.modes.state.title_stack_intact() {
+            reset.extend_from_slice(super::modes::TITLE_POP);
+        }
         let _ = write_all(std::io::stdout().as_fd(), &reset);
         mid_line = !sink.modes.state.at_line_start();
         if let Some(c) = sink.capture.take() {

@@ -149,7 +149,7 @@ fn the_signal_table_covers_every_catchable_signal() {
 
 /// Everything a TUI may turn on, printed in upper case only (the DEC graphics set it
 /// selects would redraw lower-case letters).
-const MODES_ON: &str = r"printf '\033[?1049h\033[?1h\033=\033[?25l\033[?2004h\033[?1000h\033[?1002h\033[?1003h\033[?1005h\033[?1006h\033[?1015h\033[?1004h\033[>1u\033[>4;2m\033[3;10r\033[4h\033[?6h\033[?7l\033[1;31;44m\033[5 q\033[22;0t\033(0\016\033]11;#102030\033\\\033]10;#a0b0c0\033\\\033[?2026h'";
+const MODES_ON: &str = r"printf '\033[?1049h\033[?1h\033=\033[?25l\033[?2004h\033[?1000h\033[?1002h\033[?1003h\033[?1005h\033[?1006h\033[?1015h\033[?1004h\033[>1u\033[>4;2m\033[3;10r\033[4h\033[?6h\033[?7l\033[1;31;44m\033[5 q\033[22;0t\033(0\016\033]11;#102030\033\\\033]10;#a0b0c0\033\\\033]2;AGENT TITLE\033\\\033[?2026h'";
 
 #[test]
 fn modes_the_agent_left_on_are_undone_when_it_exits() {

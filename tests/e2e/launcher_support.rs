@@ -257,6 +257,7 @@ impl Tmux {
         let state_after = self.pane_state();
         let before = normal_state(&state_before);
         let after = normal_state(&state_after);
+        assert_eq!(before.len(), after.len(), "{before:?}\n{after:?}");
         let diff: Vec<String> = before
             .iter()
             .zip(after.iter())
@@ -327,7 +328,7 @@ mouse_standard_flag=#{mouse_standard_flag} mouse_button_flag=#{mouse_button_flag
 mouse_all_flag=#{mouse_all_flag} mouse_sgr_flag=#{mouse_sgr_flag} mouse_utf8_flag=#{mouse_utf8_flag} \
 insert_flag=#{insert_flag} wrap_flag=#{wrap_flag} origin_flag=#{origin_flag} \
 scroll_region_upper=#{scroll_region_upper} scroll_region_lower=#{scroll_region_lower} \
-pane_fg=#{pane_fg} pane_bg=#{pane_bg} pane_height=#{pane_height}";
+pane_fg=#{pane_fg} pane_bg=#{pane_bg} pane_height=#{pane_height} pane_title=#{pane_title}";
 
 impl Drop for Tmux {
     fn drop(&mut self) {
