@@ -287,7 +287,12 @@ impl Tmux {
         let pasted = wait_for("the paste probe", || {
             std::fs::read_to_string(self.exit_file.with_extension("pasted")).ok()
         });
-        assert_eq!(pasted, "PASTE-PROBE", "bracketed paste was left on");
+        // With bracketed paste left on, the shell would read `ESC [200~PASTE-PROBE ESC [201~`.
+        assert!(
+            pasted.contains("PASTE-PROBE") && !pasted.contains('\u{1b}'),
+            "bracketed paste was left on, or the paste did not arrive as typed: {pasted:?}\n{}",
+            self.screen()
+        );
     }
 
     /// The pane's modes now, as [`PANE_STATE`] prints them.
