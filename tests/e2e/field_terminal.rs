@@ -341,14 +341,16 @@ fn each_stream_that_is_not_a_terminal_reaches_its_destination() {
     // Redirections of the window's shell: the same command with and without pas-agent must
     // leave the same files and the same report.
     let cases = [
-        "2>err.txt",
-        ">out.txt",
-        ">out.txt 2>err.txt",
-        "<in.txt",
-        "<in.txt 2>err.txt",
-        "2>&1 >out.txt",
-        "| cat > out.txt",
-        "2>&1 | cat > out.txt",
+        "{cmd} 2>err.txt",
+        "{cmd} >out.txt",
+        "{cmd} >out.txt 2>err.txt",
+        "{cmd} <in.txt",
+        "{cmd} <in.txt 2>err.txt",
+        "{cmd} 2>&1 >out.txt",
+        "{cmd} | cat > out.txt",
+        "{cmd} 2>&1 | cat > out.txt",
+        // stdin and stdout the terminal, stderr a pipe
+        "{ {cmd} 2>&1 1>&3 3>&- | cat > err.txt; } 3>&1",
     ];
     for redirect in cases {
         let outcome = |via_pas_agent: bool| {
@@ -361,11 +363,12 @@ fn each_stream_that_is_not_a_terminal_reaches_its_destination() {
             } else {
                 String::new()
             };
-            let line = format!(
-                "REPORT={} {prefix}{} {redirect}",
+            let cmd = format!(
+                "REPORT={} {prefix}{}",
                 sh_quote(&report.to_string_lossy()),
                 sh_quote(&probe.to_string_lossy())
             );
+            let line = redirect.replace("{cmd}", &cmd);
             let t = Tmux::start_shell(&sb, &line, 100, 30);
             assert_eq!(t.exit_code(), 0, "{redirect}");
             let screen = t.screen();
