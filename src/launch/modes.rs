@@ -444,6 +444,25 @@ mod tests {
     }
 
     #[test]
+    fn the_launchers_title_entry_is_popped_unless_the_agent_took_it() {
+        let mut t = Tracker::default();
+        t.feed(b"\x1b]2;agent title\x07\x1b[22;0t\x1b[23;0t");
+        assert!(t.state.title_stack_intact());
+        t.feed(b"\x1b[23;0t");
+        assert!(!t.state.title_stack_intact());
+    }
+
+    #[test]
+    fn a_split_sequence_is_followed_as_a_whole() {
+        let mut t = Tracker::default();
+        for b in b"\x1b[?1049;1000h\x1b[>1u" {
+            t.feed(&[*b]);
+        }
+        let r = String::from_utf8(t.state.reset_bytes()).unwrap();
+        assert_eq!(r, "\x1b[?1049l\x1b[?1000l\x1b[<1u");
+    }
+
+    #[test]
     fn the_line_start_is_followed_across_screens() {
         let mut t = Tracker::default();
         t.feed(b"prompt\r\n");
@@ -454,5 +473,30 @@ mod tests {
         assert!(!t.state.at_line_start());
         t.feed(b"\x1b[?1049l");
         assert!(t.state.at_line_start());
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// What is undone depends on the output, not on how it was cut into reads.
+        #[test]
+        fn reset_does_not_depend_on_chunking(
+            pieces in prop::collection::vec(prop::sample::select(vec![
+                "\x1b[?1049h", "\x1b[?1049l", "\x1b[?25l", "\x1b[?25h", "\x1b[?1000;1006h",
+                "\x1b[?1006l", "\x1b[>1u", "\x1b[<u", "\x1b=", "\x1b>", "\x1b[1;31m", "\x1b[m",
+                "\x1b[3;9r", "\x1b[r", "\x1b(0", "\x1b(B", "\x1b]11;#000\x07", "\x1b]111\x07",
+                "\x1b[?2004s", "\x1b[?2004h", "\x1b[?2004r", "\x1bc", "é😀", "text\r\n",
+            ]), 0..30),
+            cut in 1usize..=5,
+        ) {
+            let bytes = pieces.concat().into_bytes();
+            let mut whole = Tracker::default();
+            whole.feed(&bytes);
+            let mut chunked = Tracker::default();
+            for chunk in bytes.chunks(cut) {
+                chunked.feed(chunk);
+            }
+            prop_assert_eq!(whole.state.reset_bytes(), chunked.state.reset_bytes());
+        }
     }
 }
