@@ -71,6 +71,33 @@ fn signals_the_launcher_does_not_use_reach_a_no_pty_agent() {
 }
 
 #[test]
+fn every_other_signal_that_ends_a_program_is_forwarded_in_both_modes() {
+    // The rest of the table's forwarded signals, each of which kills `sleep` by default.
+    let others = [
+        libc::SIGQUIT,
+        libc::SIGILL,
+        libc::SIGTRAP,
+        libc::SIGABRT,
+        libc::SIGFPE,
+        libc::SIGPIPE,
+        libc::SIGSTKFLT,
+        libc::SIGXCPU,
+        libc::SIGXFSZ,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        libc::SIGIO,
+        libc::SIGPWR,
+        libc::SIGSYS,
+        libc::SIGRTMAX(),
+    ];
+    for signal in others {
+        for no_pty in [false, true] {
+            a_signal_ends_the_run_cleanly(no_pty, signal);
+        }
+    }
+}
+
+#[test]
 fn a_message_signal_the_agent_handles_does_not_end_the_run() {
     let sb = Sandbox::with_session();
     sb.stand_in(

@@ -285,7 +285,10 @@ impl Tmux {
         self.tmux(&["paste-buffer", "-p"]);
         self.keys(&["Enter"]);
         let pasted = wait_for("the paste probe", || {
-            std::fs::read_to_string(self.exit_file.with_extension("pasted")).ok()
+            // The shell creates the file before it writes to it: wait for the line.
+            std::fs::read_to_string(self.exit_file.with_extension("pasted"))
+                .ok()
+                .filter(|p| !p.is_empty())
         });
         // With bracketed paste left on, the shell would read `ESC [200~PASTE-PROBE ESC [201~`.
         assert!(
