@@ -10,7 +10,7 @@
 //!    stdout, and as its stderr only when pas-agent's stderr is a terminal too: a redirected
 //!    stderr (`2>err.txt`) reaches its file as it would without pas-agent (portable-pty's own
 //!    spawn makes all three the pty, and hides a failed `exec`, wezterm#7893; std reports it,
-//!    so a missing `#!` interpreter gives 126 as with inherited stdio and in bash). Then drop
+//!    so a missing `#!` interpreter gives 127 as with inherited stdio and in the shells). Then drop
 //!    the slave at once (EOF on the master only comes once every slave fd is closed);
 //! 3. raw mode on the user's terminal (restored on every path, see [`super::terminal`]);
 //! 4. threads: output (master → stdout and capture), input (stdin → master, written to a dup

@@ -5,9 +5,12 @@
 //! Ctrl-C, Ctrl-Z and Ctrl-\ reach the agent through its own line discipline instead of
 //! signalling the launcher, and input is not echoed twice (`launcher-store.md` §A3). The saved
 //! settings are restored by the guard's `Drop` (normal return, error return, unwinding) and by
-//! a panic hook (a panic on any thread); signals that would end the launcher are caught and
-//! turned into events, so the main loop returns and drops the guard. Only SIGKILL escapes, and
-//! then the shell's own reset is the remedy.
+//! a panic hook (a panic on any thread); every catchable signal is forwarded or handled
+//! ([`super::signals::TABLE`]), so the main loop returns and drops the guard; a fault in the
+//! launcher itself restores the settings from its signal handler
+//! ([`restore_in_signal_handler`]). Only SIGKILL escapes, and then the shell's own reset is the
+//! remedy. The modes the agent turned on (alternate screen, mouse, …) are
+//! [`super::modes`]'s.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
