@@ -103,8 +103,8 @@ struct Sink {
     closed: bool,
 }
 
-/// Runs `program args…` (`argv0` as its argv[0]) in `cwd` inside a pseudo-terminal, with `env` added
-/// to its environment, teeing its output to `capture`. Waits for it and returns how it ended.
+/// Runs `program args…` (`argv0` as its `argv[0]`) in `cwd` inside a pseudo-terminal, with
+/// `env` added to its environment, teeing its output to `capture`. Waits for it and returns how it ended.
 /// `watch` is the launcher's event stream, installed before the run record was written.
 ///
 /// Errors: [`Error::Launch`] with 126/127 when the program cannot be executed, 125 when the
