@@ -134,6 +134,11 @@ pub fn run(
         .try_clone_reader()
         .map_err(|e| failed("reading the pseudo-terminal", e))?;
     let (wake_read, wake_write) = rustix::pipe::pipe().map_err(|e| failed("creating a pipe", e))?;
+    // Not for the agent (std closes nothing it is not told to).
+    for fd in [&wake_read, &wake_write] {
+        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)
+            .map_err(|e| failed("creating a pipe", e))?;
+    }
     let slave = open_slave(&*pair.master)?;
     let slave_stdio = || {
         slave

@@ -425,6 +425,27 @@ fn each_stream_that_is_not_a_terminal_reaches_its_destination() {
     }
 }
 
+#[test]
+fn the_agent_inherits_no_descriptor_of_the_launcher() {
+    for no_pty in ["", "--no-pty "] {
+        let sb = Sandbox::with_session();
+        let list = sb.tmp.path().join("fds");
+        let line = format!(
+            "{} run {no_pty}-- sh -c {}",
+            bin(),
+            sh_quote(&format!(
+                "exec ls /proc/self/fd > {}",
+                sh_quote(&list.to_string_lossy())
+            ))
+        );
+        let t = Tmux::start_shell(&sb, &line, 80, 24);
+        assert_eq!(t.exit_code(), 0);
+        // 0, 1, 2 and the one `ls` opens to read the directory.
+        let fds: Vec<String> = read(&list).split_whitespace().map(String::from).collect();
+        assert_eq!(fds, ["0", "1", "2", "3"], "{no_pty}");
+    }
+}
+
 // ---- Item 11: exit codes and messages match the docs ----
 
 #[test]
