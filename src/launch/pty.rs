@@ -307,6 +307,7 @@ pub fn run(
             reset.extend_from_slice(super::modes::TITLE_POP);
         }
         let _ = write_all(std::io::stdout().as_fd(), &reset);
+        terminal::set_modes_reset(&[]);
         mid_line = !sink.modes.state.at_line_start();
         if let Some(c) = sink.capture.take() {
             c.finish();
@@ -344,6 +345,9 @@ fn pump_output(mut reader: Box<dyn Read + Send>, sink: &Mutex<Sink>) {
             stdout_ok = write_all(stdout.as_fd(), chunk).is_ok();
         }
         sink.modes.feed(chunk);
+        if chunk.iter().any(|b| matches!(b, 0x1b | 0x0e | 0x0f | 0x9b)) {
+            terminal::set_modes_reset(&sink.modes.state.reset_bytes());
+        }
         if let Some(c) = sink.capture.as_mut() {
             c.write(chunk);
         }
