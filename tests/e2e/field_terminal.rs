@@ -566,3 +566,54 @@ fn a_signal_before_the_agent_started_is_not_recorded_as_a_run() {
     assert!(!stderr(&out).contains("abandoned"), "{}", stderr(&out));
     let _ = PATIENCE;
 }
+
+#[test]
+fn a_second_signal_ends_a_preparation_that_is_stuck() {
+    let mut sb = Sandbox::with_session();
+    let started = sb.tmp.path().join("agent-started");
+    let slow = sb.tmp.path().join("slow-git-started");
+    let finished = sb.tmp.path().join("slow-git-finished");
+    let real_git = which("git");
+    // A git status that hangs (for a minute) while the run is prepared.
+    sb.stand_in(
+        "git",
+        &format!(
+            "case \" $* \" in *' status '*) touch {slow}; sleep 60; touch {finished};; esac\nexec {real_git} \"$@\"",
+            slow = sh_quote(&slow.to_string_lossy()),
+            finished = sh_quote(&finished.to_string_lossy()),
+            real_git = sh_quote(&real_git),
+        ),
+    );
+    sb.env.push(("PAS_AGENT_GIT".into(), "cli".into()));
+    sb.stand_in(
+        "agent-z",
+        &format!("touch {}", sh_quote(&started.to_string_lossy())),
+    );
+    let mut cmd = sb.cmd();
+    cmd.args(["run", "--", "agent-z"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let launcher = i32::try_from(child.id()).unwrap();
+    wait_for("the stuck git status", || slow.exists().then_some(()));
+    // Signals of one kind that arrive together count once: send until it is gone.
+    wait_for("pas-agent to exit", || {
+        if child.try_wait().unwrap().is_some() {
+            return Some(());
+        }
+        kill(launcher, SIGINT);
+        None
+    });
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + SIGINT), "{}", stderr(&out));
+    assert!(
+        !finished.exists(),
+        "pas-agent waited for the stuck git status"
+    );
+    assert!(
+        stderr(&out).contains("the agent was not started"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!started.exists());
+}
