@@ -282,6 +282,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     // A signal that came while the run was prepared (checkpoint, export, record) and that
     // would have gone to the agent: the user or the system asked to stop before it started.
     let stopped = watch.stop_requested();
+    watch.started();
     #[cfg(unix)]
     let result = match stopped {
         Some(signal) => Err(NotStarted::Signal(signal)),

@@ -11,7 +11,8 @@
 //!   protocol's stack (`CSI > flags u` pushes, `CSI < n u` pops, `CSI = flags ; mode u`),
 //!   xterm's key modifier options (`CSI > Pp ; Pv m`), the scroll region (`CSI t ; b r`),
 //!   character attributes and colours (SGR), the cursor shape (`CSI n SP q`), the title
-//!   stack (`CSI 22 t` / `CSI 23 t`), the character sets (`ESC ( 0`, SO/SI) and the colours set
+//!   stack (`CSI 22 t` / `CSI 23 t`; the launcher pushes the user's title before the agent
+//!   starts and pops it after, so a title the agent set goes too), the character sets (`ESC ( 0`, SO/SI) and the colours set
 //!   by OSC 4/10/11/12/17/19;
 //! - full (`ESC c`) and soft (`CSI ! p`) resets.
 //!
@@ -50,11 +51,25 @@ pub const PRIVATE: &[(u16, bool)] = &[
     (2026, false), // synchronized output
 ];
 
+/// Saves the terminal's window and icon titles on its title stack (xterm's XTWINOPS 22, also
+/// tmux): the launcher writes it before the agent starts and [`TITLE_POP`] after, so a title
+/// the agent set is replaced by the user's own, which nothing else could know.
+pub const TITLE_PUSH: &[u8] = b"\x1b[22;0t";
+/// Restores the titles saved by [`TITLE_PUSH`] (XTWINOPS 23).
+pub const TITLE_POP: &[u8] = b"\x1b[23;0t";
+
 /// The alternate screen modes, undone after everything that is drawn on that screen.
 const ALT_SCREENS: [u16; 3] = [1049, 1047, 47];
 
 /// OSC colour settings and the OSC that resets each.
-const OSC_COLOURS: &[(u16, u16)] = &[(4, 104), (10, 110), (11, 111), (12, 112), (17, 117), (19, 119)];
+const OSC_COLOURS: &[(u16, u16)] = &[
+    (4, 104),
+    (10, 110),
+    (11, 111),
+    (12, 112),
+    (17, 117),
+    (19, 119),
+];
 
 /// The terminal state the agent's output left, as far as it differs from the start.
 #[derive(Debug, Clone, Default)]
@@ -75,6 +90,8 @@ pub struct State {
     sgr: bool,
     cursor_shape: bool,
     titles_pushed: u32,
+    /// The agent popped more titles than it pushed (it took the launcher's entry too).
+    titles_underflow: bool,
     g0_changed: bool,
     shifted_out: bool,
     osc_colours: BTreeSet<u16>,
@@ -91,7 +108,10 @@ fn default_of(mode: u16) -> Option<bool> {
 impl State {
     /// A private mode's value now (its usual value when the agent did not change it).
     pub fn private(&self, mode: u16) -> Option<bool> {
-        self.private.get(&mode).copied().or_else(|| default_of(mode))
+        self.private
+            .get(&mode)
+            .copied()
+            .or_else(|| default_of(mode))
     }
 
     fn set_private(&mut self, mode: u16, on: bool) {
@@ -114,13 +134,23 @@ impl State {
         self.at_line_start.unwrap_or(false)
     }
 
+    /// Whether the title the launcher pushed before the agent started ([`TITLE_PUSH`]) is
+    /// still on the terminal's title stack, under the agent's own entries.
+    pub fn title_stack_intact(&self) -> bool {
+        !self.titles_underflow
+    }
+
     /// The bytes that undo everything the agent left on, in an order that keeps each step
     /// meaningful: synchronized output off first (else the rest might be held back), the
     /// attributes, character sets and regions of the screen in use, then the alternate screen,
     /// then the input and cursor modes. Empty when nothing is left on.
     pub fn reset_bytes(&self) -> Vec<u8> {
         let mut out = String::new();
-        let changed = |m: u16| self.private.get(&m).is_some_and(|v| Some(*v) != default_of(m));
+        let changed = |m: u16| {
+            self.private
+                .get(&m)
+                .is_some_and(|v| Some(*v) != default_of(m))
+        };
         if changed(2026) {
             out.push_str("\x1b[?2026l");
         }
@@ -219,7 +249,10 @@ impl vte::Perform for State {
     }
 
     fn csi_dispatch(&mut self, params: &vte::Params, inter: &[u8], _ignore: bool, action: char) {
-        let values: Vec<u16> = params.iter().map(|p| p.first().copied().unwrap_or(0)).collect();
+        let values: Vec<u16> = params
+            .iter()
+            .map(|p| p.first().copied().unwrap_or(0))
+            .collect();
         let first = values.first().copied().unwrap_or(0);
         match (inter, action) {
             ([b'?'], 'h' | 'l') => {
@@ -262,18 +295,17 @@ impl vte::Perform for State {
             ([], 'E' | 'F') => self.at_line_start = Some(true),
             ([], 't') => match first {
                 22 => self.titles_pushed += 1,
-                23 => self.titles_pushed = self.titles_pushed.saturating_sub(1),
+                23 => match self.titles_pushed.checked_sub(1) {
+                    Some(n) => self.titles_pushed = n,
+                    None => self.titles_underflow = true,
+                },
                 _ => {}
             },
             ([b'>'], 'u') => self.kitty_pushed += 1,
             ([b'<'], 'u') => {
                 self.kitty_pushed = self.kitty_pushed.saturating_sub(u32::from(first.max(1)));
             }
-            ([b'='], 'u') => {
-                if self.kitty_pushed == 0 {
-                    self.kitty_set = true;
-                }
-            }
+            ([b'='], 'u') if self.kitty_pushed == 0 => self.kitty_set = true,
             ([b'>'], 'm') => {
                 if params.is_empty() {
                     self.modify_keys.clear();
@@ -365,7 +397,10 @@ mod tests {
         assert_eq!(reset_after("\x1b[?1049h\x1b[?25l\x1b[?25h\x1b[?1049l"), "");
         assert_eq!(reset_after("\x1b[>1u\x1b[<u\x1b=\x1b>"), "");
         assert_eq!(reset_after("\x1b[?1000;1006h\x1b[?1000;1006l"), "");
-        assert_eq!(reset_after("\x1b[?2004h\x1b[?2004s\x1b[?2004l\x1b[?2004r\x1b[?2004l"), "");
+        assert_eq!(
+            reset_after("\x1b[?2004h\x1b[?2004s\x1b[?2004l\x1b[?2004r\x1b[?2004l"),
+            ""
+        );
     }
 
     #[test]
@@ -373,10 +408,31 @@ mod tests {
         let all = "\x1b[?2026h\x1b[?1049h\x1b[?1h\x1b=\x1b[?25l\x1b[?2004h\x1b[?1000;1002;1003;1005;1006;1015h\x1b[?1004h\x1b[>1u\x1b[>3u\x1b[>4;2m\x1b[3;10r\x1b[4h\x1b[?6h\x1b[?7l\x1b[1;31m\x1b[5 q\x1b[22;0t\x1b(0\x0e\x1b]11;#000000\x1b\\";
         let r = reset_after(all);
         for want in [
-            "\x1b[?2026l", "\x1b[0m", "\x1b[4l", "\x1b[?6l", "\x1b7\x1b[r\x1b8", "\x0f", "\x1b(B",
-            "\x1b[?1049l", "\x1b[?1l", "\x1b[?7h", "\x1b[?25h", "\x1b[?1000l", "\x1b[?1002l",
-            "\x1b[?1003l", "\x1b[?1004l", "\x1b[?1005l", "\x1b[?1006l", "\x1b[?1015l",
-            "\x1b[?2004l", "\x1b[<2u", "\x1b[>4m", "\x1b[0 q", "\x1b[23;0t", "\x1b>", "\x1b]111\x1b\\",
+            "\x1b[?2026l",
+            "\x1b[0m",
+            "\x1b[4l",
+            "\x1b[?6l",
+            "\x1b7\x1b[r\x1b8",
+            "\x0f",
+            "\x1b(B",
+            "\x1b[?1049l",
+            "\x1b[?1l",
+            "\x1b[?7h",
+            "\x1b[?25h",
+            "\x1b[?1000l",
+            "\x1b[?1002l",
+            "\x1b[?1003l",
+            "\x1b[?1004l",
+            "\x1b[?1005l",
+            "\x1b[?1006l",
+            "\x1b[?1015l",
+            "\x1b[?2004l",
+            "\x1b[<2u",
+            "\x1b[>4m",
+            "\x1b[0 q",
+            "\x1b[23;0t",
+            "\x1b>",
+            "\x1b]111\x1b\\",
         ] {
             assert!(r.contains(want), "{want:?} missing from {r:?}");
         }
@@ -385,6 +441,25 @@ mod tests {
         assert!(r.find("\x1b[?1049l") > r.find("\x1b[r"), "{r:?}");
         // A full reset leaves nothing to undo.
         assert_eq!(reset_after(&format!("{all}\x1bc")), "");
+    }
+
+    #[test]
+    fn the_launchers_title_entry_is_popped_unless_the_agent_took_it() {
+        let mut t = Tracker::default();
+        t.feed(b"\x1b]2;agent title\x07\x1b[22;0t\x1b[23;0t");
+        assert!(t.state.title_stack_intact());
+        t.feed(b"\x1b[23;0t");
+        assert!(!t.state.title_stack_intact());
+    }
+
+    #[test]
+    fn a_split_sequence_is_followed_as_a_whole() {
+        let mut t = Tracker::default();
+        for b in b"\x1b[?1049;1000h\x1b[>1u" {
+            t.feed(&[*b]);
+        }
+        let r = String::from_utf8(t.state.reset_bytes()).unwrap();
+        assert_eq!(r, "\x1b[?1049l\x1b[?1000l\x1b[<1u");
     }
 
     #[test]
@@ -398,5 +473,30 @@ mod tests {
         assert!(!t.state.at_line_start());
         t.feed(b"\x1b[?1049l");
         assert!(t.state.at_line_start());
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// What is undone depends on the output, not on how it was cut into reads.
+        #[test]
+        fn reset_does_not_depend_on_chunking(
+            pieces in prop::collection::vec(prop::sample::select(vec![
+                "\x1b[?1049h", "\x1b[?1049l", "\x1b[?25l", "\x1b[?25h", "\x1b[?1000;1006h",
+                "\x1b[?1006l", "\x1b[>1u", "\x1b[<u", "\x1b=", "\x1b>", "\x1b[1;31m", "\x1b[m",
+                "\x1b[3;9r", "\x1b[r", "\x1b(0", "\x1b(B", "\x1b]11;#000\x07", "\x1b]111\x07",
+                "\x1b[?2004s", "\x1b[?2004h", "\x1b[?2004r", "\x1bc", "é😀", "text\r\n",
+            ]), 0..30),
+            cut in 1usize..=5,
+        ) {
+            let bytes = pieces.concat().into_bytes();
+            let mut whole = Tracker::default();
+            whole.feed(&bytes);
+            let mut chunked = Tracker::default();
+            for chunk in bytes.chunks(cut) {
+                chunked.feed(chunk);
+            }
+            prop_assert_eq!(whole.state.reset_bytes(), chunked.state.reset_bytes());
+        }
     }
 }

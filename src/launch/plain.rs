@@ -83,9 +83,7 @@ fn interpreter(program: &Path) -> Option<String> {
     let line = head[..n].strip_prefix(b"#!")?;
     let line = line.split(|b| *b == b'\n').next()?;
     let text = String::from_utf8_lossy(line);
-    text.split_whitespace()
-        .next()
-        .map(crate::term::clean_line)
+    text.split_whitespace().next().map(crate::term::clean_line)
 }
 
 /// Runs `program args…` in `cwd` with inherited stdio and waits for it, with `env` added to
@@ -137,10 +135,10 @@ pub fn run(
                 // From here on what the user types cannot stop the recording.
                 signals::shield_recording();
                 let exit = Exit::from_status(status);
-                // The terminal echoed `^C` and the agent died of it: like bash, start what
-                // follows on a new line.
+                // The terminal echoed `^C` (or `^\\`) and the agent died of it: like bash,
+                // start what follows on a new line.
                 #[cfg(unix)]
-                let mid_line = exit.signal == Some(libc::SIGINT) && {
+                let mid_line = matches!(exit.signal, Some(libc::SIGINT | libc::SIGQUIT)) && {
                     use std::io::IsTerminal;
                     std::io::stderr().is_terminal()
                 };

@@ -10,7 +10,7 @@
 //!    stdout, and as its stderr only when pas-agent's stderr is a terminal too: a redirected
 //!    stderr (`2>err.txt`) reaches its file as it would without pas-agent (portable-pty's own
 //!    spawn makes all three the pty, and hides a failed `exec`, wezterm#7893; std reports it,
-//!    so a missing `#!` interpreter gives 126 as with inherited stdio and in bash). Then drop
+//!    so a missing `#!` interpreter gives 127 as with inherited stdio and in the shells). Then drop
 //!    the slave at once (EOF on the master only comes once every slave fd is closed);
 //! 3. raw mode on the user's terminal (restored on every path, see [`super::terminal`]);
 //! 4. threads: output (master → stdout and capture), input (stdin → master, written to a dup
@@ -103,8 +103,8 @@ struct Sink {
     closed: bool,
 }
 
-/// Runs `program args…` (argv[0] `argv0`) in `cwd` inside a pseudo-terminal, with `env` added
-/// to its environment, teeing its output to `capture`. Waits for it and returns how it ended.
+/// Runs `program args…` (`argv0` as its `argv[0]`) in `cwd` inside a pseudo-terminal, with
+/// `env` added to its environment, teeing its output to `capture`. Waits for it and returns how it ended.
 /// `watch` is the launcher's event stream, installed before the run record was written.
 ///
 /// Errors: [`Error::Launch`] with 126/127 when the program cannot be executed, 125 when the
@@ -134,6 +134,11 @@ pub fn run(
         .try_clone_reader()
         .map_err(|e| failed("reading the pseudo-terminal", e))?;
     let (wake_read, wake_write) = rustix::pipe::pipe().map_err(|e| failed("creating a pipe", e))?;
+    // Not for the agent (std closes nothing it is not told to).
+    for fd in [&wake_read, &wake_write] {
+        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)
+            .map_err(|e| failed("creating a pipe", e))?;
+    }
     let slave = open_slave(&*pair.master)?;
     let slave_stdio = || {
         slave
@@ -183,6 +188,8 @@ pub fn run(
     signals::set_agent_target(-pid);
     signals::wait_or_stop_in_background(child, watch.sender());
 
+    // The user's title, to put back after the agent (which may set its own).
+    let _ = write_all(stdout_fd.as_fd(), super::modes::TITLE_PUSH);
     let mut raw = match RawMode::enable(stdin.as_fd()) {
         Ok(r) => Some(r),
         Err(e) => {
@@ -248,8 +255,7 @@ pub fn run(
                     raw = RawMode::enable(std::io::stdin().as_fd()).ok();
                 }
                 if let Some(sink) = guard.as_mut() {
-                    let _ =
-                        write_all(std::io::stdout().as_fd(), &sink.modes.state.reapply_bytes());
+                    let _ = write_all(std::io::stdout().as_fd(), &sink.modes.state.reapply_bytes());
                 }
                 drop(guard);
                 resize(&*master);
@@ -296,8 +302,12 @@ pub fn run(
         sink.closed = true;
         // Undo what the agent left on, before the settings go back (a terminal in
         // synchronized-output or alternate-screen mode would hide the shell's prompt).
-        let reset = sink.modes.state.reset_bytes();
+        let mut reset = sink.modes.state.reset_bytes();
+        if sink.modes.state.title_stack_intact() {
+            reset.extend_from_slice(super::modes::TITLE_POP);
+        }
         let _ = write_all(std::io::stdout().as_fd(), &reset);
+        terminal::set_modes_reset(&[]);
         mid_line = !sink.modes.state.at_line_start();
         if let Some(c) = sink.capture.take() {
             c.finish();
@@ -335,6 +345,9 @@ fn pump_output(mut reader: Box<dyn Read + Send>, sink: &Mutex<Sink>) {
             stdout_ok = write_all(stdout.as_fd(), chunk).is_ok();
         }
         sink.modes.feed(chunk);
+        if chunk.iter().any(|b| matches!(b, 0x1b | 0x0e | 0x0f | 0x9b)) {
+            terminal::set_modes_reset(&sink.modes.state.reset_bytes());
+        }
         if let Some(c) = sink.capture.as_mut() {
             c.write(chunk);
         }

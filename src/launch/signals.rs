@@ -111,7 +111,12 @@ pub const TABLE: &[Row] = &[
     row(libc::SIGUSR1, "SIGUSR1", FWD, Action::ForwardSent),
     row(libc::SIGSEGV, "SIGSEGV", Action::Fault, Action::Fault),
     row(libc::SIGUSR2, "SIGUSR2", FWD, Action::ForwardSent),
-    row(libc::SIGPIPE, "SIGPIPE", Action::ForwardSent, Action::ForwardSent),
+    row(
+        libc::SIGPIPE,
+        "SIGPIPE",
+        Action::ForwardSent,
+        Action::ForwardSent,
+    ),
     row(libc::SIGALRM, "SIGALRM", FWD, Action::ForwardSent),
     row(libc::SIGTERM, "SIGTERM", END, Action::ForwardSent),
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -122,8 +127,18 @@ pub const TABLE: &[Row] = &[
     row(libc::SIGTTIN, "SIGTTIN", Action::Default, Action::Default),
     row(libc::SIGTTOU, "SIGTTOU", Action::Default, Action::Default),
     row(libc::SIGURG, "SIGURG", FWD, Action::ForwardSent),
-    row(libc::SIGXCPU, "SIGXCPU", Action::ForwardSent, Action::ForwardSent),
-    row(libc::SIGXFSZ, "SIGXFSZ", Action::ForwardSent, Action::ForwardSent),
+    row(
+        libc::SIGXCPU,
+        "SIGXCPU",
+        Action::ForwardSent,
+        Action::ForwardSent,
+    ),
+    row(
+        libc::SIGXFSZ,
+        "SIGXFSZ",
+        Action::ForwardSent,
+        Action::ForwardSent,
+    ),
     row(libc::SIGVTALRM, "SIGVTALRM", FWD, Action::ForwardSent),
     row(libc::SIGPROF, "SIGPROF", FWD, Action::ForwardSent),
     row(libc::SIGWINCH, "SIGWINCH", Action::Resize, Action::Default),
@@ -184,8 +199,10 @@ pub fn stop_before_start(pty: bool) -> Vec<i32> {
     caught(pty)
         .into_iter()
         .filter(|s| {
-            matches!(action(*s, pty), Action::Forward { .. } | Action::ForwardSent)
-                && ![libc::SIGPIPE, libc::SIGXFSZ, libc::SIGXCPU].contains(s)
+            matches!(
+                action(*s, pty),
+                Action::Forward { .. } | Action::ForwardSent
+            ) && ![libc::SIGPIPE, libc::SIGXFSZ, libc::SIGXCPU].contains(s)
         })
         .collect()
 }
@@ -226,6 +243,8 @@ pub struct Watch {
     tx: Sender<Event>,
     rx: Receiver<Event>,
     stop: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    preparing: std::sync::Arc<std::sync::atomic::AtomicBool>,
     #[cfg(unix)]
     handle: signal_hook::iterator::Handle,
 }
@@ -269,6 +288,8 @@ impl Watch {
             rx,
             handle,
             stop: Default::default(),
+            count: Default::default(),
+            preparing: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
         })
     }
 
@@ -280,24 +301,50 @@ impl Watch {
             tx,
             rx,
             stop: Default::default(),
+            count: Default::default(),
+            preparing: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
         })
     }
 
     /// Remembers, from inside the signal handler itself (no thread in between), the last of
-    /// `signals` that arrives: see [`Watch::stop_requested`].
+    /// `signals` that arrives: see [`Watch::stop_requested`]. While the run is prepared
+    /// ([`Watch::started`] not called yet), a second one ends pas-agent at once, from the
+    /// handler: the preparation may be stuck (a git status that hangs), and the first one only
+    /// asked it to stop before the agent starts.
     ///
     /// Errors: [`Error::Launch`] (125) when a handler cannot be installed.
     #[cfg(unix)]
     pub fn flag(&self, signals: &[i32]) -> Result<(), Error> {
         for s in signals {
-            let value = usize::try_from(*s).unwrap_or(0);
-            signal_hook::flag::register_usize(*s, std::sync::Arc::clone(&self.stop), value)
-                .map_err(|e| Error::Launch {
+            let signal = *s;
+            let stop = std::sync::Arc::clone(&self.stop);
+            let count = std::sync::Arc::clone(&self.count);
+            let preparing = std::sync::Arc::clone(&self.preparing);
+            let action = move || {
+                stop.store(usize::try_from(signal).unwrap_or(0), Ordering::SeqCst);
+                if preparing.load(Ordering::SeqCst) && count.fetch_add(1, Ordering::SeqCst) >= 1 {
+                    const NOTE: &[u8] = b"\npas-agent: stopped while the run was prepared; the agent was not started\n";
+                    // SAFETY: write(2) and _exit(2) are async-signal-safe.
+                    unsafe {
+                        libc::write(2, NOTE.as_ptr().cast(), NOTE.len());
+                        libc::_exit(128 + signal);
+                    }
+                }
+            };
+            // SAFETY: the action only touches atomics and calls async-signal-safe functions.
+            unsafe { signal_hook::low_level::register(signal, action) }.map_err(|e| {
+                Error::Launch {
                     message: format!("installing signal handlers: {e}"),
                     code: exit::LAUNCHER_FAILED,
-                })?;
+                }
+            })?;
         }
         Ok(())
+    }
+
+    /// The agent is about to start: from now on flagged signals are only remembered.
+    pub fn started(&self) {
+        self.preparing.store(false, Ordering::SeqCst);
     }
 
     /// The last flagged signal that arrived (see [`Watch::flag`]), if any.

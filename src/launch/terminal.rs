@@ -5,9 +5,12 @@
 //! Ctrl-C, Ctrl-Z and Ctrl-\ reach the agent through its own line discipline instead of
 //! signalling the launcher, and input is not echoed twice (`launcher-store.md` §A3). The saved
 //! settings are restored by the guard's `Drop` (normal return, error return, unwinding) and by
-//! a panic hook (a panic on any thread); signals that would end the launcher are caught and
-//! turned into events, so the main loop returns and drops the guard. Only SIGKILL escapes, and
-//! then the shell's own reset is the remedy.
+//! a panic hook (a panic on any thread); every catchable signal is forwarded or handled
+//! ([`super::signals::TABLE`]), so the main loop returns and drops the guard; a fault in the
+//! launcher itself restores the settings from its signal handler
+//! ([`restore_in_signal_handler`]). Only SIGKILL escapes, and then the shell's own reset is the
+//! remedy. The modes the agent turned on (alternate screen, mouse, …) are
+//! [`super::modes`]'s.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -20,6 +23,32 @@ use rustix::termios::{self, OptionalActions, Termios};
 /// The terminal settings to put back, for the panic hook.
 static SAVED: Mutex<Option<(RawFd, Termios)>> = Mutex::new(None);
 static HOOK: Once = Once::new();
+
+/// What undoes the modes the agent turned on ([`super::modes`]), for the panic hook and the
+/// fault handler: written to stdout before the settings go back. Kept up to date by the
+/// output thread ([`set_modes_reset`]).
+static MODES_RESET: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// Sets the bytes that undo the agent's modes, for a launcher that panics or faults.
+pub fn set_modes_reset(bytes: &[u8]) {
+    if let Ok(mut slot) = MODES_RESET.lock() {
+        slot.clear();
+        slot.extend_from_slice(bytes);
+    }
+}
+
+/// Writes the modes' reset to stdout, if the lock is free (never waits: a panic or a signal
+/// may come while it is held). Only `write(2)`, so a signal handler may call it.
+fn write_modes_reset() {
+    if let Ok(slot) = MODES_RESET.try_lock()
+        && !slot.is_empty()
+    {
+        // SAFETY: write(2) of a live buffer to fd 1.
+        unsafe {
+            libc::write(1, slot.as_ptr().cast(), slot.len());
+        }
+    }
+}
 
 /// The same settings for a signal handler, which may take no lock: written only while
 /// `ready` is false.
@@ -43,6 +72,7 @@ static SIGNAL_COPY: SignalCopy = SignalCopy {
 /// async-signal-safe); nothing when raw mode is not on.
 pub fn restore_in_signal_handler() {
     if SIGNAL_COPY.ready.load(Ordering::SeqCst) {
+        write_modes_reset();
         let fd = SIGNAL_COPY.fd.load(Ordering::SeqCst);
         // SAFETY: `ready` says the copy was fully written (see `SignalCopy`).
         unsafe {
@@ -166,6 +196,7 @@ fn install_hook() {
             if let Ok(slot) = SAVED.try_lock()
                 && let Some((fd, saved)) = slot.as_ref()
             {
+                write_modes_reset();
                 restore(*fd, saved);
             }
             previous(info);

@@ -45,7 +45,11 @@ fn a_signal_ends_the_run_cleanly(no_pty: bool, signal: i32) {
     let launcher = running_launcher(&sb);
     kill(launcher, signal);
     // The agent got it and died of it; the launcher says so, the terminal is as before.
-    assert_eq!(t.exit_code(), 128 + signal, "signal {signal}, no_pty {no_pty}");
+    assert_eq!(
+        t.exit_code(),
+        128 + signal,
+        "signal {signal}, no_pty {no_pty}"
+    );
     let run = last_run(&sb);
     assert_eq!(run["state"], "finished", "signal {signal}: {run}");
     assert_eq!(run["signal"], signal, "signal {signal}: {run}");
@@ -63,6 +67,33 @@ fn signals_the_launcher_does_not_use_reach_a_pty_agent_and_the_terminal_comes_ba
 fn signals_the_launcher_does_not_use_reach_a_no_pty_agent() {
     for signal in [SIGUSR1, SIGUSR2, SIGALRM, SIGHUP, SIGTERM, realtime()] {
         a_signal_ends_the_run_cleanly(true, signal);
+    }
+}
+
+#[test]
+fn every_other_signal_that_ends_a_program_is_forwarded_in_both_modes() {
+    // The rest of the table's forwarded signals, each of which kills `sleep` by default.
+    let others = [
+        libc::SIGQUIT,
+        libc::SIGILL,
+        libc::SIGTRAP,
+        libc::SIGABRT,
+        libc::SIGFPE,
+        libc::SIGPIPE,
+        libc::SIGSTKFLT,
+        libc::SIGXCPU,
+        libc::SIGXFSZ,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        libc::SIGIO,
+        libc::SIGPWR,
+        libc::SIGSYS,
+        libc::SIGRTMAX(),
+    ];
+    for signal in others {
+        for no_pty in [false, true] {
+            a_signal_ends_the_run_cleanly(no_pty, signal);
+        }
     }
 }
 
@@ -120,8 +151,15 @@ fn the_signal_table_covers_every_catchable_signal() {
             // the terminal raw.
             if a == Action::Default {
                 assert!(
-                    [libc::SIGCHLD, libc::SIGCONT, libc::SIGWINCH, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU]
-                        .contains(&s),
+                    [
+                        libc::SIGCHLD,
+                        libc::SIGCONT,
+                        libc::SIGWINCH,
+                        libc::SIGTSTP,
+                        libc::SIGTTIN,
+                        libc::SIGTTOU
+                    ]
+                    .contains(&s),
                     "signal {s} would kill the launcher (pty {pty})"
                 );
             }
@@ -138,7 +176,7 @@ fn the_signal_table_covers_every_catchable_signal() {
 
 /// Everything a TUI may turn on, printed in upper case only (the DEC graphics set it
 /// selects would redraw lower-case letters).
-const MODES_ON: &str = r"printf '\033[?1049h\033[?1h\033=\033[?25l\033[?2004h\033[?1000h\033[?1002h\033[?1003h\033[?1005h\033[?1006h\033[?1015h\033[?1004h\033[>1u\033[>4;2m\033[3;10r\033[4h\033[?6h\033[?7l\033[1;31;44m\033[5 q\033[22;0t\033(0\016\033]11;#102030\033\\\033]10;#a0b0c0\033\\\033[?2026h'";
+const MODES_ON: &str = r"printf '\033[?1049h\033[?1h\033=\033[?25l\033[?2004h\033[?1000h\033[?1002h\033[?1003h\033[?1005h\033[?1006h\033[?1015h\033[?1004h\033[>1u\033[>4;2m\033[3;10r\033[4h\033[?6h\033[?7l\033[1;31;44m\033[5 q\033[22;0t\033(0\016\033]11;#102030\033\\\033]10;#a0b0c0\033\\\033]2;AGENT TITLE\033\\\033[?2026h'";
 
 #[test]
 fn modes_the_agent_left_on_are_undone_when_it_exits() {
@@ -216,7 +254,9 @@ fn sigtstp_to_a_pty_launcher_suspends_the_run_cleanly() {
     assert!(state.contains("alternate_on=0"), "{state}");
     assert!(state.contains("keypad_cursor_flag=0"), "{state}");
     kill(launcher, libc::SIGCONT);
-    wait_for("the launcher to go on", || (!stopped(launcher)).then_some(()));
+    wait_for("the launcher to go on", || {
+        (!stopped(launcher)).then_some(())
+    });
     t.keys(&["ON", "Enter"]);
     assert_eq!(t.exit_code(), 6);
     // It answered on its alternate screen, which is gone now: the capture has it.
@@ -328,14 +368,16 @@ fn each_stream_that_is_not_a_terminal_reaches_its_destination() {
     // Redirections of the window's shell: the same command with and without pas-agent must
     // leave the same files and the same report.
     let cases = [
-        "2>err.txt",
-        ">out.txt",
-        ">out.txt 2>err.txt",
-        "<in.txt",
-        "<in.txt 2>err.txt",
-        "2>&1 >out.txt",
-        "| cat > out.txt",
-        "2>&1 | cat > out.txt",
+        "{cmd} 2>err.txt",
+        "{cmd} >out.txt",
+        "{cmd} >out.txt 2>err.txt",
+        "{cmd} <in.txt",
+        "{cmd} <in.txt 2>err.txt",
+        "{cmd} 2>&1 >out.txt",
+        "{cmd} | cat > out.txt",
+        "{cmd} 2>&1 | cat > out.txt",
+        // stdin and stdout the terminal, stderr a pipe
+        "{ {cmd} 2>&1 1>&3 3>&- | cat > err.txt; } 3>&1",
     ];
     for redirect in cases {
         let outcome = |via_pas_agent: bool| {
@@ -348,11 +390,12 @@ fn each_stream_that_is_not_a_terminal_reaches_its_destination() {
             } else {
                 String::new()
             };
-            let line = format!(
-                "REPORT={} {prefix}{} {redirect}",
+            let cmd = format!(
+                "REPORT={} {prefix}{}",
                 sh_quote(&report.to_string_lossy()),
                 sh_quote(&probe.to_string_lossy())
             );
+            let line = redirect.replace("{cmd}", &cmd);
             let t = Tmux::start_shell(&sb, &line, 100, 30);
             assert_eq!(t.exit_code(), 0, "{redirect}");
             let screen = t.screen();
@@ -375,7 +418,31 @@ fn each_stream_that_is_not_a_terminal_reaches_its_destination() {
         };
         let without = outcome(false);
         let with = outcome(true);
-        assert_eq!(with, without, "with `{redirect}`: with pas-agent, then without");
+        assert_eq!(
+            with, without,
+            "with `{redirect}`: with pas-agent, then without"
+        );
+    }
+}
+
+#[test]
+fn the_agent_inherits_no_descriptor_of_the_launcher() {
+    for no_pty in ["", "--no-pty "] {
+        let sb = Sandbox::with_session();
+        let list = sb.tmp.path().join("fds");
+        let line = format!(
+            "{} run {no_pty}-- sh -c {}",
+            bin(),
+            sh_quote(&format!(
+                "exec ls /proc/self/fd > {}",
+                sh_quote(&list.to_string_lossy())
+            ))
+        );
+        let t = Tmux::start_shell(&sb, &line, 80, 24);
+        assert_eq!(t.exit_code(), 0);
+        // 0, 1, 2 and the one `ls` opens to read the directory.
+        let fds: Vec<String> = read(&list).split_whitespace().map(String::from).collect();
+        assert_eq!(fds, ["0", "1", "2", "3"], "{no_pty}");
     }
 }
 
@@ -393,14 +460,21 @@ fn a_missing_interpreter_is_127_on_every_path_as_in_the_shells() {
         .status()
         .unwrap();
     // bash 5.2 (and dash, zsh, fish) give 127: the interpreter was not found.
-    assert_eq!(bash.code(), Some(127), "bash's own code for a bad interpreter");
+    assert_eq!(
+        bash.code(),
+        Some(127),
+        "bash's own code for a bad interpreter"
+    );
 
     let err = sb.fails(&["run", "--no-pty", "--", "badinterp"], 127);
     assert!(err.contains("bad interpreter /nonexistent/interp"), "{err}");
     let t = Tmux::start(&sb, &["run", "--", "badinterp"], 80, 24);
     assert_eq!(t.exit_code(), 127);
     t.wait_screen("bad interpreter");
-    assert!(runs(&sb).is_empty(), "a program that did not start is not recorded");
+    assert!(
+        runs(&sb).is_empty(),
+        "a program that did not start is not recorded"
+    );
 }
 
 #[test]
@@ -460,7 +534,10 @@ fn a_signal_before_the_agent_started_is_not_recorded_as_a_run() {
     let held = sb.tmp.path().join("held");
     let mut holder = std::process::Command::new("flock")
         .arg(state.join("runs.lock"))
-        .args(["-c", &format!("touch {}; sleep 60", sh_quote(&held.to_string_lossy()))])
+        .args([
+            "-c",
+            &format!("touch {}; sleep 60", sh_quote(&held.to_string_lossy())),
+        ])
         .spawn()
         .expect("flock");
     wait_for("the lock to be held", || held.exists().then_some(()));
@@ -488,4 +565,55 @@ fn a_signal_before_the_agent_started_is_not_recorded_as_a_run() {
     let out = sb.run(&["status"]);
     assert!(!stderr(&out).contains("abandoned"), "{}", stderr(&out));
     let _ = PATIENCE;
+}
+
+#[test]
+fn a_second_signal_ends_a_preparation_that_is_stuck() {
+    let mut sb = Sandbox::with_session();
+    let started = sb.tmp.path().join("agent-started");
+    let slow = sb.tmp.path().join("slow-git-started");
+    let finished = sb.tmp.path().join("slow-git-finished");
+    let real_git = which("git");
+    // A git status that hangs (for a minute) while the run is prepared.
+    sb.stand_in(
+        "git",
+        &format!(
+            "case \" $* \" in *' status '*) touch {slow}; sleep 60; touch {finished};; esac\nexec {real_git} \"$@\"",
+            slow = sh_quote(&slow.to_string_lossy()),
+            finished = sh_quote(&finished.to_string_lossy()),
+            real_git = sh_quote(&real_git),
+        ),
+    );
+    sb.env.push(("PAS_AGENT_GIT".into(), "cli".into()));
+    sb.stand_in(
+        "agent-z",
+        &format!("touch {}", sh_quote(&started.to_string_lossy())),
+    );
+    let mut cmd = sb.cmd();
+    cmd.args(["run", "--", "agent-z"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let launcher = i32::try_from(child.id()).unwrap();
+    wait_for("the stuck git status", || slow.exists().then_some(()));
+    // Signals of one kind that arrive together count once: send until it is gone.
+    wait_for("pas-agent to exit", || {
+        if child.try_wait().unwrap().is_some() {
+            return Some(());
+        }
+        kill(launcher, SIGINT);
+        None
+    });
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + SIGINT), "{}", stderr(&out));
+    assert!(
+        !finished.exists(),
+        "pas-agent waited for the stuck git status"
+    );
+    assert!(
+        stderr(&out).contains("the agent was not started"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!started.exists());
 }

@@ -244,22 +244,33 @@ impl Tmux {
         let before = read(&self.exit_file.with_extension("before"));
         let after = read(&self.exit_file.with_extension("after"));
         assert!(!before.trim().is_empty(), "stty -g printed nothing");
-        assert_eq!(before, after, "pas-agent left the terminal's settings changed");
+        assert_eq!(
+            before, after,
+            "pas-agent left the terminal's settings changed"
+        );
         self.wait_screen(DONE_MARKER);
         let state_before = read(&self.exit_file.with_extension("state"));
-        assert!(!state_before.trim().is_empty(), "tmux display printed nothing");
+        assert!(
+            !state_before.trim().is_empty(),
+            "tmux display printed nothing"
+        );
         let state_after = self.pane_state();
         let before = normal_state(&state_before);
         let after = normal_state(&state_after);
+        assert_eq!(before.len(), after.len(), "{before:?}\n{after:?}");
         let diff: Vec<String> = before
             .iter()
             .zip(after.iter())
             .filter(|(b, a)| b != a)
             .map(|(b, a)| format!("{b} became {a}"))
             .collect();
-        assert!(diff.is_empty(), "pas-agent left the terminal changed: {diff:?}\n{}", self.screen());
-        let rendered = String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-e"]).stdout)
-            .into_owned();
+        assert!(
+            diff.is_empty(),
+            "pas-agent left the terminal changed: {diff:?}\n{}",
+            self.screen()
+        );
+        let rendered =
+            String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-e"]).stdout).into_owned();
         let line = rendered
             .lines()
             .find(|l| l.contains("PAS-AFTER"))
@@ -274,9 +285,17 @@ impl Tmux {
         self.tmux(&["paste-buffer", "-p"]);
         self.keys(&["Enter"]);
         let pasted = wait_for("the paste probe", || {
-            std::fs::read_to_string(self.exit_file.with_extension("pasted")).ok()
+            // The shell creates the file before it writes to it: wait for the line.
+            std::fs::read_to_string(self.exit_file.with_extension("pasted"))
+                .ok()
+                .filter(|p| !p.is_empty())
         });
-        assert_eq!(pasted, "PASTE-PROBE", "bracketed paste was left on");
+        // With bracketed paste left on, the shell would read `ESC [200~PASTE-PROBE ESC [201~`.
+        assert!(
+            pasted.contains("PASTE-PROBE") && !pasted.contains('\u{1b}'),
+            "bracketed paste was left on, or the paste did not arrive as typed: {pasted:?}\n{}",
+            self.screen()
+        );
     }
 
     /// The pane's modes now, as [`PANE_STATE`] prints them.
@@ -317,7 +336,7 @@ mouse_standard_flag=#{mouse_standard_flag} mouse_button_flag=#{mouse_button_flag
 mouse_all_flag=#{mouse_all_flag} mouse_sgr_flag=#{mouse_sgr_flag} mouse_utf8_flag=#{mouse_utf8_flag} \
 insert_flag=#{insert_flag} wrap_flag=#{wrap_flag} origin_flag=#{origin_flag} \
 scroll_region_upper=#{scroll_region_upper} scroll_region_lower=#{scroll_region_lower} \
-pane_fg=#{pane_fg} pane_bg=#{pane_bg} pane_height=#{pane_height}";
+pane_fg=#{pane_fg} pane_bg=#{pane_bg} pane_height=#{pane_height} pane_title=#{pane_title}";
 
 impl Drop for Tmux {
     fn drop(&mut self) {

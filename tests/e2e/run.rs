@@ -144,7 +144,8 @@ fn launcher_failures_use_125_to_127_and_record_nothing() {
     assert!(err.contains("not an executable"), "{err}");
     sb.write("bad-interp.sh", "#!/nonexistent/interpreter\n");
     crate::common::make_executable(&sb.path("bad-interp.sh"));
-    sb.fails(&["run", "--", "./bad-interp.sh"], 126);
+    // A missing interpreter is "not found", as bash, dash, zsh and fish say (127).
+    sb.fails(&["run", "--", "./bad-interp.sh"], 127);
     let err = sb.fails(&["run"], 2);
     assert!(err.contains("nothing to run"), "{err}");
     assert!(
