@@ -283,9 +283,12 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     // would have gone to the agent: the user or the system asked to stop before it started.
     let stopped = watch.stop_requested();
     watch.started();
-    #[cfg(unix)]
+    // Without Unix signals nothing is flagged (`stopped` is `None`) and there is no pty.
+    #[cfg(not(unix))]
+    drop(capture);
     let result = match stopped {
         Some(signal) => Err(NotStarted::Signal(signal)),
+        #[cfg(unix)]
         None if use_pty => launch::pty::run(
             &program.path,
             &program.name,
@@ -305,20 +308,6 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             &watch,
         )
         .map_err(NotStarted::Failed),
-    };
-    #[cfg(not(unix))]
-    let result = {
-        drop(capture);
-        let _ = stopped;
-        plain::run(
-            &program.path,
-            &program.name,
-            &agent_args,
-            &env,
-            &cwd,
-            &watch,
-        )
-        .map_err(NotStarted::Failed)
     };
     let held = witness
         .map(launch::witness::Witness::finish)
