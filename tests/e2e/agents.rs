@@ -14,18 +14,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{Sandbox, changed_paths, last_run, runs};
-use crate::mock_model::{Mock, REPLY};
+use crate::common::{Sandbox, changed_paths, last_run, runs, walk};
+use crate::mock_model::{Mock, REPLY, codex_args, require_agent};
 
 /// The task every test session carries; the model must see it.
 const TASK: &str = "Migrate the zebra-billing service to the new ledger";
-
-fn require(program: &str, package: &str) {
-    assert!(
-        which::which(program).is_ok(),
-        "{program} is not installed; install it with `npm install -g {package}` (as .ci/run does)"
-    );
-}
 
 fn session() -> Sandbox {
     let sb = Sandbox::repo();
@@ -82,23 +75,6 @@ fn argv(run: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Every file under `dir`, recursively.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 fn first_line(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
     serde_json::from_str(text.lines().next().unwrap()).unwrap()
@@ -106,20 +82,12 @@ fn first_line(path: &Path) -> Value {
 
 #[test]
 fn claude_code_runs_records_its_session_writes_a_file_and_resumes() {
-    require("claude", "@anthropic-ai/claude-code");
+    require_agent("claude", "@anthropic-ai/claude-code");
     let mut sb = session();
     let mock = Mock::start();
     let target = sb.path("hello.txt");
     mock.claude_write(&target.to_string_lossy(), "written by claude\n");
-    sb.env.extend([
-        ("ANTHROPIC_BASE_URL".to_string(), mock.base()),
-        ("ANTHROPIC_API_KEY".to_string(), "sk-ant-test".to_string()),
-        (
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(),
-            "1".to_string(),
-        ),
-        ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
-    ]);
+    sb.env.extend(mock.claude_env("sk-ant-test"));
     let out = sb.ok(&[
         "run",
         "claude",
@@ -187,7 +155,7 @@ fn claude_code_runs_records_its_session_writes_a_file_and_resumes() {
 
 #[test]
 fn claude_code_tui_runs_in_the_launchers_terminal_and_ctrl_c_reaches_it() {
-    require("claude", "@anthropic-ai/claude-code");
+    require_agent("claude", "@anthropic-ai/claude-code");
     let mut sb = session();
     let mock = Mock::start();
     let key = "sk-ant-test-0123456789abcdef";
@@ -199,15 +167,7 @@ fn claude_code_tui_runs_in_the_launchers_terminal_and_ctrl_c_reaches_it() {
         "projects": {sb.work.to_string_lossy(): {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}},
     });
     std::fs::write(sb.home.join(".claude.json"), state.to_string()).unwrap();
-    sb.env.extend([
-        ("ANTHROPIC_BASE_URL".to_string(), mock.base()),
-        ("ANTHROPIC_API_KEY".to_string(), key.to_string()),
-        (
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(),
-            "1".to_string(),
-        ),
-        ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
-    ]);
+    sb.env.extend(mock.claude_env(key));
     let t = crate::launcher_support::Tmux::start(&sb, &["run", "claude"], 110, 36);
     t.wait_screen("Claude Code");
     t.wait_screen("shortcuts");
@@ -242,31 +202,14 @@ fn claude_code_tui_runs_in_the_launchers_terminal_and_ctrl_c_reaches_it() {
     assert!(mock.requests().iter().any(|r| r.body.contains(TASK)));
 }
 
-fn codex_args(mock: &Mock, prompt: &str) -> Vec<String> {
-    vec![
-        "exec".into(),
-        "--skip-git-repo-check".into(),
-        "-c".into(),
-        "model_provider=mock".into(),
-        "-c".into(),
-        "model=mock-model".into(),
-        "-c".into(),
-        format!(
-            "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",wire_api=\"responses\",env_key=\"OPENAI_API_KEY\"}}",
-            mock.base()
-        ),
-        prompt.into(),
-    ]
-}
-
 #[test]
 fn codex_runs_records_its_rollout_id_and_resumes_it() {
-    require("codex", "@openai/codex");
+    require_agent("codex", "@openai/codex");
     let mut sb = session();
     let mock = Mock::start();
     sb.env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
     let mut args = vec!["run".to_string(), "codex".into(), "--".into()];
-    args.extend(codex_args(&mock, "Say hello to the ledger"));
+    args.extend(codex_args(&mock.base(), "Say hello to the ledger"));
     let out = sb.ok(&args);
     assert!(out.contains(REPLY), "{out}");
     let (_, id) = finished_ok(&sb, "codex");
@@ -286,7 +229,7 @@ fn codex_runs_records_its_rollout_id_and_resumes_it() {
         "--resume".into(),
         "--".into(),
     ];
-    args.extend(codex_args(&mock, "Next step please"));
+    args.extend(codex_args(&mock.base(), "Next step please"));
     sb.ok(&args);
     let resumed = last_run(&sb);
     assert_eq!(
@@ -306,20 +249,10 @@ fn codex_runs_records_its_rollout_id_and_resumes_it() {
 
 #[test]
 fn gemini_cli_runs_records_its_chat_id_and_resumes_it() {
-    require("gemini", "@google/gemini-cli");
+    require_agent("gemini", "@google/gemini-cli");
     let mut sb = session();
     let mock = Mock::start();
-    std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
-    std::fs::write(
-        sb.home.join(".gemini/settings.json"),
-        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
-    )
-    .unwrap();
-    sb.env.extend([
-        ("GOOGLE_GEMINI_BASE_URL".to_string(), mock.base()),
-        ("GEMINI_API_KEY".to_string(), "test-key".to_string()),
-        ("GEMINI_CLI_TRUST_WORKSPACE".to_string(), "true".to_string()),
-    ]);
+    mock.point_gemini_at_me(&mut sb);
     // An explicit model skips the model router's extra classification calls.
     let out = sb.ok(&[
         "run",
@@ -358,7 +291,7 @@ fn gemini_cli_runs_records_its_chat_id_and_resumes_it() {
 
 #[test]
 fn opencode_runs_records_its_listed_session_and_resumes_it() {
-    require("opencode", "opencode-ai");
+    require_agent("opencode", "opencode-ai");
     let sb = session();
     let mock = Mock::start();
     let config = sb.home.join(".config/opencode");

@@ -58,11 +58,17 @@ impl Sandbox {
     /// (`README.md`).
     pub fn repo() -> Sandbox {
         let sb = Sandbox::plain();
-        sb.git(&["init", "-q", "-b", "main"]);
-        sb.write("README.md", "# Project\n");
-        sb.git(&["add", "README.md"]);
-        sb.git(&["commit", "-q", "-m", "Initial commit"]);
+        sb.init_repo();
         sb
+    }
+
+    /// Makes the work directory a git repository on `main` with one commit (`README.md`), as
+    /// [`Sandbox::repo`] has it.
+    pub fn init_repo(&self) {
+        self.git(&["init", "-q", "-b", "main"]);
+        self.write("README.md", "# Project\n");
+        self.git(&["add", "README.md"]);
+        self.git(&["commit", "-q", "-m", "Initial commit"]);
     }
 
     /// A sandbox with a repository and a session ("Build the thing").
@@ -252,4 +258,37 @@ pub fn changed_paths(record: &Value) -> Vec<&str> {
         .iter()
         .map(|f| f["path"].as_str().expect("a path"))
         .collect()
+}
+
+/// Every command that reads the session (and the ones that then write it): what a bad file
+/// must make each of them do is refuse with exit 5 and leave it alone.
+pub fn session_readers() -> Vec<Vec<&'static str>> {
+    vec![
+        vec!["status"],
+        vec!["status", "--json"],
+        vec!["list"],
+        vec!["show", "1"],
+        vec!["runs"],
+        vec!["update", "--next", "x"],
+        vec!["remove", "remaining", "1"],
+        vec!["checkpoint", "m"],
+        vec!["export", "--to", "codex"],
+    ]
+}
+
+/// Every file under `dir`, recursively (none when it is missing).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
 }

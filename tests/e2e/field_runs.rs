@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Sandbox, changed_paths, last_run, runs, stderr, stdout};
+use crate::common::{Sandbox, changed_paths, last_run, runs, stderr, stdout, walk};
 use crate::hooks::{isolated, quiet_success, require, shell};
 use crate::launcher_support::wait_for;
-use crate::mock_model::{Mock, REPLY};
+use crate::mock_model::{Mock, REPLY, codex_args};
 
 // ---------------------------------------------------------------------------------------------
 // Item 9: commands that start no agent session run straight.
@@ -29,6 +29,15 @@ fn reporting_stand_in(sb: &Sandbox, name: &str) {
         name,
         &format!("echo \"{name} got: $*\"; echo \"run: ${{PAS_AGENT_RUN_ID:-none}}\""),
     );
+}
+
+/// The line that loads the hook from `$PAS_HOOK` in `program`.
+fn load_hook(program: &str) -> &'static str {
+    if program == "fish" {
+        "eval $PAS_HOOK"
+    } else {
+        "eval \"$PAS_HOOK\""
+    }
 }
 
 /// Asserts exit 0; returns stdout (a recorded run says so on stderr).
@@ -48,11 +57,7 @@ fn version_help_and_mcp_typed_through_every_hook_run_straight_with_no_record() {
         let sb = Sandbox::with_session();
         reporting_stand_in(&sb, "claude");
         reporting_stand_in(&sb, "codex");
-        let load = if program == "fish" {
-            "eval $PAS_HOOK"
-        } else {
-            "eval \"$PAS_HOOK\""
-        };
+        let load = load_hook(program);
         let body = format!(
             "{load}\nclaude --version\nclaude mcp list\ncodex login status\ncodex --help\n"
         );
@@ -147,11 +152,7 @@ fn an_alias_of_an_agents_name_goes_through_the_launcher_in_every_shell_either_si
     ] {
         let sb = Sandbox::with_session();
         reporting_stand_in(&sb, "claude");
-        let load = if program == "fish" {
-            "eval $PAS_HOOK"
-        } else {
-            "eval \"$PAS_HOOK\""
-        };
+        let load = load_hook(program);
         // A prompt is drawn between the start-up file and the first typed command.
         let prompt = if program == "fish" {
             "emit fish_prompt"
@@ -186,6 +187,16 @@ fn an_alias_of_an_agents_name_goes_through_the_launcher_in_every_shell_either_si
 // ---------------------------------------------------------------------------------------------
 // Item 7: pas-agent's own writes are never the agent's, nor the work tree's.
 
+/// The session's last checkpoint.
+fn last_checkpoint(sb: &Sandbox) -> Value {
+    sb.session()["checkpoints"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone()
+}
+
 #[test]
 fn two_exports_in_a_row_are_byte_identical_and_a_committed_context_file_settles() {
     let sb = Sandbox::with_session();
@@ -212,12 +223,7 @@ fn two_exports_in_a_row_are_byte_identical_and_a_committed_context_file_settles(
     assert!(!text.contains("## Files Changed"), "{text}");
     sb.ok(&["export", "--to", "claude"]);
     sb.ok(&["checkpoint", "after exports"]);
-    let cp = sb.session()["checkpoints"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let cp = last_checkpoint(&sb);
     assert!(changed_paths(&cp).is_empty(), "{cp}");
     assert_eq!(cp["git"]["dirty"], false);
     let status = sb.ok(&["status"]);
@@ -233,12 +239,7 @@ fn two_exports_in_a_row_are_byte_identical_and_a_committed_context_file_settles(
     let status = sb.ok(&["status"]);
     assert!(status.contains("AGENTS.md"), "{status}");
     sb.ok(&["checkpoint", "hand edit"]);
-    let cp = sb.session()["checkpoints"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let cp = last_checkpoint(&sb);
     assert_eq!(changed_paths(&cp), ["AGENTS.md"]);
     sb.ok(&["export", "--to", "codex"]);
     assert!(
@@ -349,39 +350,11 @@ fn pipe(a: TcpStream, b: TcpStream) {
     let _ = t.join();
 }
 
-fn codex_args(base: &str, prompt: &str) -> Vec<String> {
-    vec![
-        "run".into(),
-        "codex".into(),
-        "--".into(),
-        "exec".into(),
-        "--skip-git-repo-check".into(),
-        "-c".into(),
-        "model_provider=mock".into(),
-        "-c".into(),
-        "model=mock-model".into(),
-        "-c".into(),
-        format!(
-            "model_providers.mock={{name=\"mock\",base_url=\"{base}/v1\",wire_api=\"responses\",env_key=\"OPENAI_API_KEY\"}}"
-        ),
-        prompt.into(),
-    ]
-}
-
 fn rollouts(sb: &Sandbox) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![sb.home.join(".codex/sessions")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.to_string_lossy().ends_with(".jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out
+    walk(&sb.home.join(".codex/sessions"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".jsonl"))
+        .collect()
 }
 
 #[test]
@@ -402,10 +375,12 @@ fn two_overlapping_codex_runs_each_record_their_own_session() {
     let (gate_a, gate_b) = (Gate::to(mock.port), Gate::to(mock.port));
     let spawn = |go: &str, gate: &Gate, prompt: &str| {
         let mut cmd = sb.cmd();
-        cmd.env("GO", sb.tmp.path().join(go)).args(codex_args(
-            &format!("http://127.0.0.1:{}", gate.port),
-            prompt,
-        ));
+        cmd.env("GO", sb.tmp.path().join(go))
+            .args(["run", "codex", "--"])
+            .args(codex_args(
+                &format!("http://127.0.0.1:{}", gate.port),
+                prompt,
+            ));
         cmd.stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -485,7 +460,7 @@ fn overlapping_runs_that_cannot_be_told_apart_record_no_session_and_say_why() {
         cmd.spawn().unwrap()
     };
     let day = sb.home.join(".codex/sessions");
-    let count = || walk_count(&day);
+    let count = || walk(&day).len();
     let a = spawn("0199aaaa-0000-7000-8000-00000000000a");
     wait_for("A's rollout", || (count() == 1).then_some(()));
     let b = spawn("0199bbbb-0000-7000-8000-00000000000b");
@@ -524,21 +499,6 @@ fn overlapping_runs_that_cannot_be_told_apart_record_no_session_and_say_why() {
             "{run}"
         );
     }
-}
-
-fn walk_count(dir: &Path) -> usize {
-    let mut n = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-            } else {
-                n += 1;
-            }
-        }
-    }
-    n
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use crate::common::{Sandbox, changed_paths, last_run, runs, stderr};
 use crate::launcher_support::{
-    PATIENCE, Tmux, alive, kill, read, running_launcher, sh_quote, wait_for,
+    PATIENCE, Tmux, alive, kill, read, run_args, running_launcher, sh_quote, stopped, wait_for,
 };
 
 const SIGHUP: i32 = 1;
@@ -35,12 +35,7 @@ fn sleeper(sb: &Sandbox) {
 fn a_signal_ends_the_run_cleanly(no_pty: bool, signal: i32) {
     let sb = Sandbox::with_session();
     sleeper(&sb);
-    let mut args = vec!["run"];
-    if no_pty {
-        args.push("--no-pty");
-    }
-    args.extend(["--", "sleeper"]);
-    let t = Tmux::start(&sb, &args, 80, 24);
+    let t = Tmux::start(&sb, &run_args(no_pty, "sleeper"), 80, 24);
     t.wait_screen("READY");
     let launcher = running_launcher(&sb);
     kill(launcher, signal);
@@ -119,18 +114,7 @@ fn a_fault_signal_sent_with_kill_is_forwarded_not_fatal() {
     // SIGSEGV and SIGBUS from another process are messages like any other: the agent gets
     // them, the launcher records how it ended.
     for (signal, no_pty) in [(libc::SIGSEGV, false), (libc::SIGBUS, true)] {
-        let sb = Sandbox::with_session();
-        sleeper(&sb);
-        let mut args = vec!["run"];
-        if no_pty {
-            args.push("--no-pty");
-        }
-        args.extend(["--", "sleeper"]);
-        let t = Tmux::start(&sb, &args, 80, 24);
-        t.wait_screen("READY");
-        kill(running_launcher(&sb), signal);
-        assert_eq!(t.exit_code(), 128 + signal, "signal {signal}");
-        assert_eq!(last_run(&sb)["signal"], signal);
+        a_signal_ends_the_run_cleanly(no_pty, signal);
     }
 }
 
@@ -264,17 +248,6 @@ fn sigtstp_to_a_pty_launcher_suspends_the_run_cleanly() {
     assert!(read(&sb.path(&capture).with_extension("txt")).contains("GOT ON"));
 }
 
-/// Whether a process is stopped (state T in /proc).
-fn stopped(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.trim_start().starts_with('T'))
-        })
-        .unwrap_or(false)
-}
-
 // ---- Item 3: the record completes whatever the user types ----
 
 #[test]
@@ -283,18 +256,15 @@ fn ctrl_c_while_the_run_is_recorded_does_not_lose_its_git_facts() {
         let mut sb = Sandbox::with_session();
         let flag = sb.tmp.path().join("agent-done");
         let slow = sb.tmp.path().join("slow-git-started");
-        let real_git = which("git");
         // A git that is slow to report the status once the agent is done.
-        sb.stand_in(
-            "git",
+        wrap_git(
+            &mut sb,
             &format!(
-                "if [ -e {flag} ]; then case \" $* \" in *' status '*) touch {slow}; sleep 4;; esac; fi\nexec {real_git} \"$@\"",
+                "if [ -e {flag} ]; then case \" $* \" in *' status '*) touch {slow}; sleep 4;; esac; fi",
                 flag = sh_quote(&flag.to_string_lossy()),
                 slow = sh_quote(&slow.to_string_lossy()),
-                real_git = sh_quote(&real_git),
             ),
         );
-        sb.env.push(("PAS_AGENT_GIT".into(), "cli".into()));
         sb.stand_in(
             "worker",
             &format!(
@@ -302,12 +272,7 @@ fn ctrl_c_while_the_run_is_recorded_does_not_lose_its_git_facts() {
                 sh_quote(&flag.to_string_lossy())
             ),
         );
-        let mut args = vec!["run"];
-        if no_pty {
-            args.push("--no-pty");
-        }
-        args.extend(["--", "worker"]);
-        let t = Tmux::start(&sb, &args, 80, 24);
+        let t = Tmux::start(&sb, &run_args(no_pty, "worker"), 80, 24);
         wait_for("the slow git status", || slow.exists().then_some(()));
         t.keys(&["C-c"]);
         t.keys(&["C-c"]);
@@ -321,12 +286,19 @@ fn ctrl_c_while_the_run_is_recorded_does_not_lose_its_git_facts() {
     }
 }
 
-fn which(program: &str) -> String {
+/// Puts a `git` on the sandbox's PATH that runs the shell code `first` and then the real git,
+/// and makes pas-agent use the git CLI, so that every git it runs goes through `first`.
+fn wrap_git(sb: &mut Sandbox, first: &str) {
     let out = std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
+        .args(["-c", "command -v git"])
         .output()
         .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    let real_git = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    sb.stand_in(
+        "git",
+        &format!("{first}\nexec {} \"$@\"", sh_quote(&real_git)),
+    );
+    sb.env.push(("PAS_AGENT_GIT".into(), "cli".into()));
 }
 
 // ---- Item 4: the capture does not depend on how output is chunked ----
@@ -495,12 +467,7 @@ fn after_ctrl_c_the_summary_starts_on_a_line_of_its_own() {
     for no_pty in [false, true] {
         let sb = Sandbox::with_session();
         sleeper(&sb);
-        let mut args = vec!["run"];
-        if no_pty {
-            args.push("--no-pty");
-        }
-        args.extend(["--", "sleeper"]);
-        let t = Tmux::start(&sb, &args, 80, 24);
+        let t = Tmux::start(&sb, &run_args(no_pty, "sleeper"), 80, 24);
         t.wait_screen("READY");
         t.keys(&["C-c"]);
         assert_eq!(t.exit_code(), 128 + SIGINT);
@@ -573,18 +540,15 @@ fn a_second_signal_ends_a_preparation_that_is_stuck() {
     let started = sb.tmp.path().join("agent-started");
     let slow = sb.tmp.path().join("slow-git-started");
     let finished = sb.tmp.path().join("slow-git-finished");
-    let real_git = which("git");
     // A git status that hangs (for a minute) while the run is prepared.
-    sb.stand_in(
-        "git",
+    wrap_git(
+        &mut sb,
         &format!(
-            "case \" $* \" in *' status '*) touch {slow}; sleep 60; touch {finished};; esac\nexec {real_git} \"$@\"",
+            "case \" $* \" in *' status '*) touch {slow}; sleep 60; touch {finished};; esac",
             slow = sh_quote(&slow.to_string_lossy()),
             finished = sh_quote(&finished.to_string_lossy()),
-            real_git = sh_quote(&real_git),
         ),
     );
-    sb.env.push(("PAS_AGENT_GIT".into(), "cli".into()));
     sb.stand_in(
         "agent-z",
         &format!("touch {}", sh_quote(&started.to_string_lossy())),

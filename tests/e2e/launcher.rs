@@ -4,7 +4,7 @@
 use std::process::Stdio;
 
 use crate::common::{Sandbox, changed_paths, last_run, runs, stderr};
-use crate::launcher_support::{Tmux, alive, kill, read, running_launcher, wait_for};
+use crate::launcher_support::{Tmux, alive, kill, read, running_launcher, stopped, wait_for};
 
 const SIGHUP: i32 = 1;
 const SIGINT: i32 = 2;
@@ -175,17 +175,6 @@ fn an_agent_that_suspends_itself_suspends_the_launcher_and_fg_resumes_both() {
     t.wait_screen("got more");
     assert_eq!(t.exit_code(), 5);
     assert_eq!(last_run(&sb)["exit_code"], 5);
-}
-
-/// Whether a process is stopped (state T in /proc).
-fn stopped(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.trim_start().starts_with('T'))
-        })
-        .unwrap_or(false)
 }
 
 #[test]

@@ -71,6 +71,27 @@ pub fn alive(pid: i32) -> bool {
     }
 }
 
+/// Whether `pid` is stopped (state T in /proc).
+pub fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().starts_with('T'))
+        })
+        .unwrap_or(false)
+}
+
+/// The arguments of `pas-agent run [--no-pty] -- <program>`.
+pub fn run_args(no_pty: bool, program: &str) -> Vec<&str> {
+    let mut args = vec!["run"];
+    if no_pty {
+        args.push("--no-pty");
+    }
+    args.extend(["--", program]);
+    args
+}
+
 /// Single-quotes a string for sh.
 pub fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))

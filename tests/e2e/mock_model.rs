@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use crate::common::Sandbox;
+
 /// The text every reply carries.
 pub const REPLY: &str = "Mock reply from the test model.";
 
@@ -82,6 +84,64 @@ impl Mock {
             .filter(|r| r.path.contains(needle))
             .collect()
     }
+
+    /// The environment that points Claude Code at this mock with the API key `key`, with
+    /// its non-essential traffic and auto-updater off.
+    pub fn claude_env(&self, key: &str) -> [(String, String); 4] {
+        [
+            ("ANTHROPIC_BASE_URL".to_string(), self.base()),
+            ("ANTHROPIC_API_KEY".to_string(), key.to_string()),
+            (
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(),
+                "1".to_string(),
+            ),
+            ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
+        ]
+    }
+
+    /// Points Gemini CLI in `sb` at this mock: API-key auth in its settings, the mock's URL
+    /// and key in the environment, the work directory trusted.
+    pub fn point_gemini_at_me(&self, sb: &mut Sandbox) {
+        std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
+        std::fs::write(
+            sb.home.join(".gemini/settings.json"),
+            r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+        )
+        .unwrap();
+        sb.env.extend([
+            ("GOOGLE_GEMINI_BASE_URL".to_string(), self.base()),
+            ("GEMINI_API_KEY".to_string(), "test-key".to_string()),
+            ("GEMINI_CLI_TRUST_WORKSPACE".to_string(), "true".to_string()),
+        ]);
+    }
+}
+
+/// Fails the test with the install command when an agent CLI is missing: the tests with the
+/// real agents exist to show the launcher works with them, so they never pass without them.
+pub fn require_agent(program: &str, package: &str) {
+    assert!(
+        which::which(program).is_ok(),
+        "{program} is not installed; install it with `npm install -g {package}` (as .ci/run does)"
+    );
+}
+
+/// Codex's arguments (after `--`) for one non-interactive turn with `prompt`, against a
+/// Responses API at `<base>/v1` (the mock's [`Mock::base`], or a proxy in front of it). The
+/// key is read from `OPENAI_API_KEY`.
+pub fn codex_args(base: &str, prompt: &str) -> Vec<String> {
+    vec![
+        "exec".into(),
+        "--skip-git-repo-check".into(),
+        "-c".into(),
+        "model_provider=mock".into(),
+        "-c".into(),
+        "model=mock-model".into(),
+        "-c".into(),
+        format!(
+            "model_providers.mock={{name=\"mock\",base_url=\"{base}/v1\",wire_api=\"responses\",env_key=\"OPENAI_API_KEY\"}}"
+        ),
+        prompt.into(),
+    ]
 }
 
 fn read_request(stream: &mut BufReader<TcpStream>) -> std::io::Result<Option<Request>> {

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, last_run, stderr, stdout};
+use crate::common::{Sandbox, changed_paths, last_run, session_readers, stderr, stdout};
 
 const SESSION: &str = ".pas-agent/session.json";
 const MIB: usize = 1024 * 1024;
@@ -466,10 +466,7 @@ struct OnSmallDisk {
 fn sandbox_on_a_small_disk() -> Option<OnSmallDisk> {
     let sb = Sandbox::plain();
     let fs = SmallFs::mount(&sb.work, "2m")?;
-    sb.git(&["init", "-q", "-b", "main"]);
-    sb.write("README.md", "# Project\n");
-    sb.git(&["add", "README.md"]);
-    sb.git(&["commit", "-q", "-m", "Initial commit"]);
+    sb.init_repo();
     sb.ok(&["init", "--task", "fill the disk"]);
     Some(OnSmallDisk { _fs: fs, sb })
 }
@@ -490,7 +487,7 @@ fn an_agent_that_fills_the_disk_keeps_its_outcome() {
     assert_eq!(run["state"], "finished", "{run}\n{}", stderr(&out));
     assert_eq!(run["exit_code"], 3, "{run}");
     assert!(run["ended_at"].is_string(), "{run}");
-    assert!(changed(&run).contains(&"fill".to_string()), "{run}");
+    assert!(changed_paths(&run).contains(&"fill"), "{run}");
     // Nothing of the reserve is left, and later commands agree.
     assert!(
         !sb.path(".pas-agent/runs")
@@ -502,17 +499,29 @@ fn an_agent_that_fills_the_disk_keeps_its_outcome() {
     assert_eq!(runs["runs"][0]["state"], "finished");
 }
 
-fn changed(run: &Value) -> Vec<String> {
-    run["files_changed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["path"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// A hostile agent: fills the disk, takes the launcher's reserve too, fills it again.
 const GREEDY: &str = "head -c 8000000 /dev/zero > fill 2>/dev/null; rm -f .pas-agent/runs/*/outcome.reserve; head -c 8000000 /dev/zero > fill2 2>/dev/null; exit 3";
+
+/// Runs [`GREEDY`] with inherited stdio: it exits 3 and the launcher says the outcome could
+/// not be written. Returns the launcher's stderr.
+fn run_greedy(sb: &Sandbox) -> String {
+    sb.stand_in("greedy", GREEDY);
+    let out = sb.run(&["run", "--no-pty", "--", "greedy"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("could not be written"), "{err}");
+    assert!(err.contains("exited 3"), "{err}");
+    err
+}
+
+/// Removes what [`GREEDY`] wrote, so there is space again, and runs `pas-agent runs`.
+fn free_the_disk_and_list_runs(sb: &Sandbox) -> std::process::Output {
+    std::fs::remove_file(sb.path("fill")).unwrap();
+    std::fs::remove_file(sb.path("fill2")).unwrap();
+    let out = sb.run(&["runs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
 
 #[test]
 fn an_outcome_with_no_room_in_the_project_is_kept_in_the_run_registry() {
@@ -520,12 +529,7 @@ fn an_outcome_with_no_room_in_the_project_is_kept_in_the_run_registry() {
         return;
     };
     let sb = &disk.sb;
-    sb.stand_in("greedy", GREEDY);
-    let out = sb.run(&["run", "--no-pty", "--", "greedy"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains("could not be written"), "{err}");
-    assert!(err.contains("exited 3"), "{err}");
+    let err = run_greedy(sb);
     assert!(err.contains("No space left"), "{err}");
     assert!(
         err.contains("kept in the machine-wide run registry"),
@@ -537,10 +541,7 @@ fn an_outcome_with_no_room_in_the_project_is_kept_in_the_run_registry() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(last_run(sb)["state"], "running");
     // Space again: the next command records the outcome.
-    std::fs::remove_file(sb.path("fill")).unwrap();
-    std::fs::remove_file(sb.path("fill2")).unwrap();
-    let out = sb.run(&["runs"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    free_the_disk_and_list_runs(sb);
     let run = last_run(sb);
     assert_eq!(run["state"], "finished", "{run}");
     assert_eq!(run["exit_code"], 3, "{run}");
@@ -571,18 +572,10 @@ fn an_outcome_that_cannot_be_kept_anywhere_is_reported_and_never_called_a_kill()
         state.to_string_lossy().into_owned(),
     ));
     let sb = &disk.sb;
-    sb.stand_in("greedy", GREEDY);
-    let out = sb.run(&["run", "--no-pty", "--", "greedy"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains("could not be written"), "{err}");
-    assert!(err.contains("exited 3"), "{err}");
+    let err = run_greedy(sb);
     assert!(err.contains("could not be kept anywhere"), "{err}");
     // Space again: the run is closed without claiming a kill.
-    std::fs::remove_file(sb.path("fill")).unwrap();
-    std::fs::remove_file(sb.path("fill2")).unwrap();
-    let out = sb.run(&["runs"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = free_the_disk_and_list_runs(sb);
     assert!(!stderr(&out).contains("killed"), "{}", stderr(&out));
     let run = last_run(sb);
     assert_eq!(run["state"], "abandoned", "{run}");
@@ -643,20 +636,6 @@ fn a_kept_outcome_is_recorded_by_the_next_command() {
 // ---------------------------------------------------------------------------------------------
 // Item 18: values, names and paths this version must not mangle.
 
-/// Every command that reads the session.
-fn every_command() -> Vec<Vec<&'static str>> {
-    vec![
-        vec!["status"],
-        vec!["status", "--json"],
-        vec!["list"],
-        vec!["runs"],
-        vec!["update", "--next", "x"],
-        vec!["remove", "remaining", "1"],
-        vec!["checkpoint", "m"],
-        vec!["export", "--to", "codex"],
-    ]
-}
-
 #[test]
 fn values_this_version_cannot_keep_exactly_are_refused_and_never_rewritten() {
     let base = |extra: &str| {
@@ -699,7 +678,7 @@ fn values_this_version_cannot_keep_exactly_are_refused_and_never_rewritten() {
         let sb = Sandbox::with_session();
         let text = base(extra);
         sb.write(SESSION, &text);
-        for args in every_command() {
+        for args in session_readers() {
             let out = sb.run(&args);
             assert_eq!(
                 out.status.code(),
@@ -782,7 +761,7 @@ fn file_names_that_are_not_utf8_are_recorded_reversibly_by_both_backends() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let run = last_run(&sb);
     // The other two were untracked before and committed unchanged: not changed by the run.
-    assert_eq!(changed(&run), vec!["\"caf\\351.txt\""], "{run}");
+    assert_eq!(changed_paths(&run), vec!["\"caf\\351.txt\""], "{run}");
     let fp = run["files_changed"]
         .as_array()
         .unwrap()
@@ -835,7 +814,12 @@ fn paths_in_the_record_that_leave_the_work_tree_are_never_opened() {
     for f in run["files_changed"].as_array().unwrap() {
         assert_ne!(f["fingerprint"], json!(real), "{run}");
     }
-    assert!(changed(&run).iter().all(|p| !hostile.contains(p)), "{run}");
+    assert!(
+        changed_paths(&run)
+            .iter()
+            .all(|p| !hostile.iter().any(|h| h == p)),
+        "{run}"
+    );
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "outside, now\n");
     // Stale detection treats them as text.
     let out = sb.run(&["status"]);

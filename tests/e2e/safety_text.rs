@@ -5,15 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::common::{Sandbox, last_run, stderr, stdout};
-use crate::mock_model::Mock;
-
-/// Fails the test with the install command when an agent CLI is missing (as tests/e2e/agents.rs).
-fn require(program: &str, package: &str) {
-    assert!(
-        which::which(program).is_ok(),
-        "{program} is not installed; install it with `npm install -g {package}` (as .ci/run does)"
-    );
-}
+use crate::mock_model::{Mock, codex_args, require_agent};
 
 /// Where `needle` first occurs in `hay`.
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -25,6 +17,10 @@ const HOSTILE: &str = "\u{1b}[2J\u{1b}[8mzz\u{7}\u{9b}31m\u{202e}evil\u{2066}\u{
 
 /// The characters that may never be printed raw: C0 controls except newline and tab, DEL, C1
 /// controls, bidi embeddings, overrides, isolates and marks, and the Unicode line separators.
+///
+/// This restates the list in `pas_agent::term::is_unsafe` on purpose: it is the test's own oracle, so a
+/// character dropped from the code's list is caught here rather than trusted. Keep the two
+/// apart.
 fn forbidden(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || matches!(
@@ -434,39 +430,9 @@ printf '{{"timestamp":"%s","type":"session_meta","payload":{{"id":"%s","timestam
     );
 }
 
-#[test]
-fn session_text_never_forms_an_import_for_claude_code() {
-    require("claude", "@anthropic-ai/claude-code");
-    let mut sb = Sandbox::with_session();
-    let mock = Mock::start();
-    sb.write("notes/x.md", "SECRET-NOTES-IMPORTED-7731\n");
-    sb.write("notes/y.md", "USER-IMPORT-REACHED-5512\n");
-    // The user's own import outside the block works, so the mock sees imports at all.
-    sb.write("CLAUDE.md", "# Rules\n\nSee @notes/y.md\n");
-    sb.ok(&[
-        "update",
-        "--discovery",
-        "see @notes/x.md",
-        "--decision",
-        "@./notes/x.md",
-        "--constraint",
-        "tab\t@notes/x.md",
-    ]);
-    sb.env.extend([
-        ("ANTHROPIC_BASE_URL".to_string(), mock.base()),
-        ("ANTHROPIC_API_KEY".to_string(), "sk-ant-test".to_string()),
-        (
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(),
-            "1".to_string(),
-        ),
-        ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
-    ]);
-    sb.ok(&["run", "claude", "--", "-p", "hello"]);
-    let bodies: Vec<String> = mock
-        .model_requests("/v1/messages")
-        .into_iter()
-        .map(|r| r.body)
-        .collect();
+/// What the model saw (`bodies`): the block, and the user's own import (`notes/y.md`, so
+/// imports work at all), but not `notes/x.md`, named only in session text.
+fn assert_only_the_users_import_reached(bodies: &[String]) {
     assert!(
         bodies.iter().any(|b| b.contains("Build the thing")),
         "the block reached the model"
@@ -486,26 +452,44 @@ fn session_text_never_forms_an_import_for_claude_code() {
 }
 
 #[test]
-fn session_text_never_forms_an_import_for_gemini_cli() {
-    require("gemini", "@google/gemini-cli");
+fn session_text_never_forms_an_import_for_claude_code() {
+    require_agent("claude", "@anthropic-ai/claude-code");
     let mut sb = Sandbox::with_session();
     let mock = Mock::start();
-    std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
-    std::fs::write(
-        sb.home.join(".gemini/settings.json"),
-        r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
-    )
-    .unwrap();
+    sb.write("notes/x.md", "SECRET-NOTES-IMPORTED-7731\n");
+    sb.write("notes/y.md", "USER-IMPORT-REACHED-5512\n");
+    // The user's own import outside the block works, so the mock sees imports at all.
+    sb.write("CLAUDE.md", "# Rules\n\nSee @notes/y.md\n");
+    sb.ok(&[
+        "update",
+        "--discovery",
+        "see @notes/x.md",
+        "--decision",
+        "@./notes/x.md",
+        "--constraint",
+        "tab\t@notes/x.md",
+    ]);
+    sb.env.extend(mock.claude_env("sk-ant-test"));
+    sb.ok(&["run", "claude", "--", "-p", "hello"]);
+    let bodies: Vec<String> = mock
+        .model_requests("/v1/messages")
+        .into_iter()
+        .map(|r| r.body)
+        .collect();
+    assert_only_the_users_import_reached(&bodies);
+}
+
+#[test]
+fn session_text_never_forms_an_import_for_gemini_cli() {
+    require_agent("gemini", "@google/gemini-cli");
+    let mut sb = Sandbox::with_session();
+    let mock = Mock::start();
+    mock.point_gemini_at_me(&mut sb);
     sb.write("notes/x.md", "SECRET-NOTES-IMPORTED-7731\n");
     sb.write("notes/y.md", "USER-IMPORT-REACHED-5512\n");
     sb.write("GEMINI.md", "# Rules\n\nSee @notes/y.md\n");
     sb.ok(&["update", "--discovery", "see @notes/x.md"]);
     sb.write("notes/z`q.md", "x");
-    sb.env.extend([
-        ("GOOGLE_GEMINI_BASE_URL".to_string(), mock.base()),
-        ("GEMINI_API_KEY".to_string(), "test-key".to_string()),
-        ("GEMINI_CLI_TRUST_WORKSPACE".to_string(), "true".to_string()),
-    ]);
     sb.ok(&[
         "run",
         "gemini",
@@ -520,22 +504,7 @@ fn session_text_never_forms_an_import_for_gemini_cli() {
         .into_iter()
         .map(|r| r.body)
         .collect();
-    assert!(
-        bodies.iter().any(|b| b.contains("Build the thing")),
-        "the block reached the model"
-    );
-    assert!(
-        bodies
-            .iter()
-            .any(|b| b.contains("USER-IMPORT-REACHED-5512")),
-        "imports work here"
-    );
-    assert!(
-        !bodies
-            .iter()
-            .any(|b| b.contains("SECRET-NOTES-IMPORTED-7731")),
-        "session text imported notes/x.md"
-    );
+    assert_only_the_users_import_reached(&bodies);
 }
 
 #[test]
@@ -764,7 +733,7 @@ fn blocks_an_agent_sees_through_imports_are_kept_current_together() {
 
 #[test]
 fn real_codex_sees_the_block_of_a_long_agents_md() {
-    require("codex", "@openai/codex");
+    require_agent("codex", "@openai/codex");
     let mut sb = Sandbox::with_session();
     let mock = Mock::start();
     sb.env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
@@ -774,24 +743,9 @@ fn real_codex_sees_the_block_of_a_long_agents_md() {
         "rule line of forty bytes, more or less.\n".repeat(980)
     );
     sb.write("AGENTS.md", &mine);
-    let provider = format!(
-        "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",wire_api=\"responses\",env_key=\"OPENAI_API_KEY\"}}",
-        mock.base()
-    );
-    sb.ok(&[
-        "run",
-        "codex",
-        "--",
-        "exec",
-        "--skip-git-repo-check",
-        "-c",
-        "model_provider=mock",
-        "-c",
-        "model=mock-model",
-        "-c",
-        &provider,
-        "hello",
-    ]);
+    let mut args = vec!["run".to_string(), "codex".into(), "--".into()];
+    args.extend(codex_args(&mock.base(), "hello"));
+    sb.ok(&args);
     let bodies: Vec<String> = mock
         .model_requests("/v1/responses")
         .into_iter()

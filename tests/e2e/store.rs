@@ -5,25 +5,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, stderr, stdout};
+use crate::common::{Sandbox, session_readers, stderr, stdout};
 
 const SESSION: &str = ".pas-agent/session.json";
-
-/// Every command that reads the session, with what it should do to a bad file: refuse with
-/// exit 5 and leave it alone.
-fn readers_and_writers() -> Vec<Vec<&'static str>> {
-    vec![
-        vec!["status"],
-        vec!["status", "--json"],
-        vec!["list"],
-        vec!["show", "1"],
-        vec!["runs"],
-        vec!["update", "--next", "x"],
-        vec!["remove", "remaining", "1"],
-        vec!["checkpoint", "m"],
-        vec!["export", "--to", "codex"],
-    ]
-}
 
 #[test]
 fn damaged_session_files_are_reported_and_never_rewritten() {
@@ -41,7 +25,7 @@ fn damaged_session_files_are_reported_and_never_rewritten() {
     for (name, bytes, problem) in cases {
         let sb = Sandbox::with_session();
         sb.write(SESSION, &bytes);
-        for args in readers_and_writers() {
+        for args in session_readers() {
             let out = sb.run(&args);
             assert_eq!(
                 out.status.code(),
@@ -77,7 +61,7 @@ fn a_newer_schema_version_is_refused_and_kept() {
     s["task"] = json!("a newer layout");
     let bytes = serde_json::to_vec_pretty(&s).unwrap();
     sb.write(SESSION, &bytes);
-    for args in readers_and_writers() {
+    for args in session_readers() {
         let err = sb.fails(&args, 5);
         assert!(err.contains("schema version 2 is newer"), "{args:?}: {err}");
         assert!(err.contains("upgrade pas-agent"), "{err}");
