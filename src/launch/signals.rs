@@ -70,14 +70,17 @@ pub struct Row {
     pub plain: Action,
 }
 
+/// A [`TABLE`] row for `libc::<NAME>`, named `"<NAME>"`.
 #[cfg(unix)]
-const fn row(signal: i32, name: &'static str, pty: Action, plain: Action) -> Row {
-    Row {
-        signal,
-        name,
-        pty,
-        plain,
-    }
+macro_rules! row {
+    ($signal:ident, $pty:expr, $plain:expr) => {
+        Row {
+            signal: libc::$signal,
+            name: stringify!($signal),
+            pty: $pty,
+            plain: $plain,
+        }
+    };
 }
 
 #[cfg(unix)]
@@ -100,52 +103,37 @@ const END: Action = Action::Forward { ends: true };
 /// - The faults: see [`install_fault_handlers`].
 #[cfg(unix)]
 pub const TABLE: &[Row] = &[
-    row(libc::SIGHUP, "SIGHUP", END, Action::ForwardSent),
-    row(libc::SIGINT, "SIGINT", FWD, Action::ForwardSent),
-    row(libc::SIGQUIT, "SIGQUIT", END, Action::ForwardSent),
-    row(libc::SIGILL, "SIGILL", Action::Fault, Action::Fault),
-    row(libc::SIGTRAP, "SIGTRAP", Action::Fault, Action::Fault),
-    row(libc::SIGABRT, "SIGABRT", Action::Fault, Action::Fault),
-    row(libc::SIGBUS, "SIGBUS", Action::Fault, Action::Fault),
-    row(libc::SIGFPE, "SIGFPE", Action::Fault, Action::Fault),
-    row(libc::SIGUSR1, "SIGUSR1", FWD, Action::ForwardSent),
-    row(libc::SIGSEGV, "SIGSEGV", Action::Fault, Action::Fault),
-    row(libc::SIGUSR2, "SIGUSR2", FWD, Action::ForwardSent),
-    row(
-        libc::SIGPIPE,
-        "SIGPIPE",
-        Action::ForwardSent,
-        Action::ForwardSent,
-    ),
-    row(libc::SIGALRM, "SIGALRM", FWD, Action::ForwardSent),
-    row(libc::SIGTERM, "SIGTERM", END, Action::ForwardSent),
+    row!(SIGHUP, END, Action::ForwardSent),
+    row!(SIGINT, FWD, Action::ForwardSent),
+    row!(SIGQUIT, END, Action::ForwardSent),
+    row!(SIGILL, Action::Fault, Action::Fault),
+    row!(SIGTRAP, Action::Fault, Action::Fault),
+    row!(SIGABRT, Action::Fault, Action::Fault),
+    row!(SIGBUS, Action::Fault, Action::Fault),
+    row!(SIGFPE, Action::Fault, Action::Fault),
+    row!(SIGUSR1, FWD, Action::ForwardSent),
+    row!(SIGSEGV, Action::Fault, Action::Fault),
+    row!(SIGUSR2, FWD, Action::ForwardSent),
+    row!(SIGPIPE, Action::ForwardSent, Action::ForwardSent),
+    row!(SIGALRM, FWD, Action::ForwardSent),
+    row!(SIGTERM, END, Action::ForwardSent),
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    row(libc::SIGSTKFLT, "SIGSTKFLT", FWD, Action::ForwardSent),
-    row(libc::SIGCHLD, "SIGCHLD", Action::Default, Action::Default),
-    row(libc::SIGCONT, "SIGCONT", Action::Continue, Action::Default),
-    row(libc::SIGTSTP, "SIGTSTP", Action::Suspend, Action::Default),
-    row(libc::SIGTTIN, "SIGTTIN", Action::Default, Action::Default),
-    row(libc::SIGTTOU, "SIGTTOU", Action::Default, Action::Default),
-    row(libc::SIGURG, "SIGURG", FWD, Action::ForwardSent),
-    row(
-        libc::SIGXCPU,
-        "SIGXCPU",
-        Action::ForwardSent,
-        Action::ForwardSent,
-    ),
-    row(
-        libc::SIGXFSZ,
-        "SIGXFSZ",
-        Action::ForwardSent,
-        Action::ForwardSent,
-    ),
-    row(libc::SIGVTALRM, "SIGVTALRM", FWD, Action::ForwardSent),
-    row(libc::SIGPROF, "SIGPROF", FWD, Action::ForwardSent),
-    row(libc::SIGWINCH, "SIGWINCH", Action::Resize, Action::Default),
-    row(libc::SIGIO, "SIGIO", FWD, Action::ForwardSent),
+    row!(SIGSTKFLT, FWD, Action::ForwardSent),
+    row!(SIGCHLD, Action::Default, Action::Default),
+    row!(SIGCONT, Action::Continue, Action::Default),
+    row!(SIGTSTP, Action::Suspend, Action::Default),
+    row!(SIGTTIN, Action::Default, Action::Default),
+    row!(SIGTTOU, Action::Default, Action::Default),
+    row!(SIGURG, FWD, Action::ForwardSent),
+    row!(SIGXCPU, Action::ForwardSent, Action::ForwardSent),
+    row!(SIGXFSZ, Action::ForwardSent, Action::ForwardSent),
+    row!(SIGVTALRM, FWD, Action::ForwardSent),
+    row!(SIGPROF, FWD, Action::ForwardSent),
+    row!(SIGWINCH, Action::Resize, Action::Default),
+    row!(SIGIO, FWD, Action::ForwardSent),
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    row(libc::SIGPWR, "SIGPWR", FWD, Action::ForwardSent),
-    row(libc::SIGSYS, "SIGSYS", Action::Fault, Action::Fault),
+    row!(SIGPWR, FWD, Action::ForwardSent),
+    row!(SIGSYS, Action::Fault, Action::Fault),
 ];
 
 /// The realtime signals (`SIGRTMIN` to `SIGRTMAX`, 34 to 64 on Linux with glibc): messages
