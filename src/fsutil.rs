@@ -49,7 +49,7 @@ pub enum WriteError {
     #[error("not a regular file ({0})")]
     NotAFile(&'static str),
     /// The real target lies outside the session root, reached through `link`.
-    #[error("{}, outside the session root {}; refusing to write there", describe_outside(.link.as_deref(), .real, .root), .root.display())]
+    #[error("{}, outside the session root {}; refusing to write there{}", describe_outside(.link.as_deref(), .real, .root), .root.display(), remedy_outside(.link.as_deref(), .root))]
     Outside {
         /// Where the path really leads.
         real: PathBuf,
@@ -98,6 +98,18 @@ fn describe_outside(link: Option<&Path>, real: &Path, root: &Path) -> String {
             real.display()
         ),
         None => format!("it resolves to {}", real.display()),
+    }
+}
+
+/// What to do about a link that leads out of the root. It never suggests writing to the
+/// link's target: a committed link names a file a stranger chose (`~/.bashrc`).
+fn remedy_outside(link: Option<&Path>, root: &Path) -> String {
+    match link {
+        Some(link) => format!(
+            " (a link like this usually comes with a cloned repository: delete it, `rm {}`, and pas-agent will create a real file in its place)",
+            link.strip_prefix(root).unwrap_or(link).display()
+        ),
+        None => String::new(),
     }
 }
 

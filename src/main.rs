@@ -10,7 +10,7 @@ use pas_agent::term;
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return clap_exit(&e),
+        Err(e) => return clap_exit(&visible(e)),
     };
     if let Some(dir) = &cli.dir
         && let Err(e) = std::env::set_current_dir(dir)
@@ -42,6 +42,29 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
         return code(exit::FAILURE);
     }
     code(e.exit_code())
+}
+
+/// clap's plain rendering drops escape sequences from the arguments it quotes, so that
+/// `--to $'cl\e[2Jaude'` reads as "invalid value 'claude'". Parsing the arguments again with
+/// their unsafe characters shown as `?` gives the same error quoting what was really typed
+/// (`cl?[2Jaude`); when that parse does not fail the same way, the first error stands.
+fn visible(e: clap::Error) -> clap::Error {
+    if !e.use_stderr() {
+        return e;
+    }
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| term::clean(&a.to_string_lossy()))
+        .collect();
+    let changed = std::env::args_os()
+        .zip(&args)
+        .any(|(raw, shown)| raw.to_str() != Some(shown.as_str()));
+    if !changed {
+        return e;
+    }
+    match Cli::try_parse_from(args) {
+        Err(shown) if shown.kind() == e.kind() => shown,
+        _ => e,
+    }
 }
 
 /// Exit codes above 255 (possible on Windows) are passed on as the low byte.

@@ -31,8 +31,9 @@ pub fn run(args: RunArgs) -> Result<i32> {
         Err(Error::BrokenPipe) => Ok(exit::OK),
         Err(e) => {
             // Typed through the shell hook, the user may not know pas-agent is involved: say
-            // how to start the program without it.
+            // how to start the program without it (only the agents' commands are wrapped).
             let hint = program
+                .filter(|p| crate::agents::executables().contains(&p.as_str()))
                 .map(|p| {
                     format!(
                         "\n  hint: to start {0} without pas-agent: `command {0}` (or PAS_AGENT_WRAP=0 for the shell hook)",

@@ -246,10 +246,12 @@ pub fn write(
     })?;
     let refused = |e: WriteError| {
         match e {
-        WriteError::Outside { ref real, .. } => unsafe_(format!(
-            "{e}; nothing was written\n  hint: to write to that file anyway, name it yourself: `pas-agent export --to {} -o {}`",
-            target.agent.id,
-            crate::term::clean(&real.to_string_lossy())
+        // Never offer the link's target as a command to copy: a stranger chose it.
+        WriteError::Outside { link: Some(_), .. } => unsafe_(format!(
+            "{e}; nothing was written\n  hint: to export somewhere else, name that file with -o"
+        )),
+        WriteError::Outside { link: None, .. } => unsafe_(format!(
+            "{e}; nothing was written\n  hint: a path outside the project is written only when you name it yourself with -o and no link inside the project leads there"
         )),
         WriteError::ReadOnly => unsafe_(
             "the file is read-only; nothing was written (make it writable, or export elsewhere with -o)".into(),

@@ -126,14 +126,16 @@ fn read_choice() -> Choice {
 /// directory: neither has a work tree to keep a session for (both backends agree);
 /// [`Error::Message`] when git cannot be asked (the git CLI is missing or fails where it is
 /// needed): whether `dir` is in a repository is then unknown, which is not the same as
-/// "outside git".
+/// "outside git"; likewise when a file git keeps (`HEAD`, a ref, `packed-refs`, the index) is a
+/// FIFO, a directory or another special file, which is never opened.
 pub fn discover(dir: &Path) -> Result<Option<Repo>> {
     let dir = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
     // Neither gix nor git checks what kind of file HEAD is before opening it: a FIFO there
     // would block every command for ever. Checked first, without opening anything special.
+    // Such a repository cannot be read, which is not the same as "outside git": callers keep
+    // what was recorded (and `init` does not guess where the session belongs).
     if let Err(e) = layout::find(&dir) {
-        crate::term::warn(&format!("git: {e}; continuing without git information"));
-        return Ok(None);
+        return Err(Error::Message(format!("git: {e}")));
     }
     let choice = choice();
     let found = if choice == Choice::Cli {

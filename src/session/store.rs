@@ -315,7 +315,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
         Ok(s) => match super::exact::check(text) {
             Ok(()) => Ok(s),
             Err(problem) => Err(damaged(format!(
-                "{problem}; this version of pas-agent cannot keep it exactly, so it will not rewrite the file"
+                "{problem}; pas-agent will not rewrite a file it cannot write back exactly"
             ))),
         },
         Err((path, e)) => {

@@ -890,6 +890,35 @@ fn special_files_where_git_keeps_head_or_refs_never_hang_any_command() {
             }
         }
     }
+    // A repository that cannot be read is not "outside git": the git state recorded earlier
+    // is kept, and `init` below the top level refuses instead of guessing where the session
+    // belongs (a newcomer's trial: it made a session in the subdirectory).
+    let sb = Sandbox::repo();
+    std::fs::create_dir(sb.path("sub")).unwrap();
+    let head = sb.path(".git/HEAD");
+    std::fs::remove_file(&head).unwrap();
+    mkfifo(&head);
+    let mut cmd = sb.cmd();
+    cmd.current_dir(sb.path("sub"))
+        .args(["init", "--task", "x"]);
+    let out = within(cmd, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr(&out).contains("HEAD"), "{out:?}");
+    assert!(!sb.path("sub/.pas-agent").exists());
+    assert!(!sb.path(".pas-agent").exists());
+    let sb = Sandbox::with_session();
+    sb.ok(&["checkpoint", "start"]);
+    let recorded = sb.session()["git"].clone();
+    assert!(recorded["commit"].is_string(), "{recorded}");
+    let head = sb.path(".git/HEAD");
+    std::fs::remove_file(&head).unwrap();
+    mkfifo(&head);
+    let mut cmd = sb.cmd();
+    cmd.args(["update", "--next", "y"]);
+    let out = within(cmd, Duration::from_secs(60));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(sb.session()["git"], recorded);
+
     // A hook in a real shell draws its prompt too.
     let sb = Sandbox::with_session();
     sb.ok(&["checkpoint", "start"]);

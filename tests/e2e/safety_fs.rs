@@ -687,3 +687,29 @@ fn a_user_who_cannot_keep_the_owner_is_told_what_to_do() {
     assert_eq!((meta.uid(), meta.gid()), (12346, 12346));
     assert_eq!(std::fs::read(&session).unwrap(), before);
 }
+
+/// A refusal never offers a committed link's target as a command to copy (a newcomer's trial:
+/// the hint for `CLAUDE.md -> ~/.bashrc` was `export … -o ~/.bashrc`); it says how to get rid of
+/// the link instead, for the context file, the state directory and the session file alike.
+#[test]
+fn refusals_never_suggest_writing_where_a_committed_link_leads() {
+    let sb = Sandbox::with_session();
+    let target = outside_file(&sb, "victim-rc", "# the user's start-up file\n");
+    let target_text = target.to_string_lossy().into_owned();
+    symlink(&target, sb.path("CLAUDE.md")).unwrap();
+    let err = sb.fails(&["export", "--to", "claude"], 6);
+    assert!(err.contains("rm CLAUDE.md"), "{err}");
+    assert!(
+        !err.contains(&format!("-o {target_text}")),
+        "the hint offers the link's target: {err}"
+    );
+    let outside = outside_dir(&sb);
+    std::fs::rename(sb.path(".pas-agent"), outside.join("state")).unwrap();
+    symlink(outside.join("state"), sb.path(".pas-agent")).unwrap();
+    let err = sb.fails(&["update", "--next", "x"], 6);
+    assert!(err.contains("rm .pas-agent"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "# the user's start-up file\n"
+    );
+}

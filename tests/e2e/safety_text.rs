@@ -243,6 +243,18 @@ fn arguments_echoed_in_errors_are_cleaned_clap_included() {
     assert_clean("run", &out);
     assert!(stderr(&out).contains("nope?[2J?"), "{}", stderr(&out));
 
+    // clap's plain rendering drops an escape sequence from the value it quotes, which made
+    // `cl<ESC>[2Jaude` read as "invalid value 'claude' … a similar value exists: 'claude'":
+    // the value is quoted as typed, its unsafe characters shown as `?`.
+    let out = sb.run(&["export", "--to", "cl\u{1b}[2Jaude"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_clean("export --to cl…aude", &out);
+    assert!(
+        stderr(&out).contains("invalid value 'cl?[2Jaude'"),
+        "{}",
+        stderr(&out)
+    );
+
     // clap's own errors: an unknown flag, a bad value, a missing directory for -C.
     for (args, code) in [
         (vec!["--bo\u{1b}[2Jgus"], 2),
