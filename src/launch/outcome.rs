@@ -114,7 +114,9 @@ pub fn reserve(root: &Path, run_id: &Uuid, session_len: u64) -> io::Result<()> {
             file.write_all(&chunk[..n])?;
             left -= n as u64;
         }
-        file.sync_all()
+        // No `fsync`: the blocks are allocated (or the write failed) when `write` returns, which
+        // is all a reserve is for, and it is worthless after a reboot.
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&path);
