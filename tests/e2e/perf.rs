@@ -122,7 +122,7 @@ fn status_fast_paths_give_the_full_answer() {
     sb.git(&["add", "-N", "c/d/new.txt"]);
     let v = status_three_ways(&sb, "staged changes");
     let got = changed(&v);
-    for want in ["a/f0.txt:Modified", "new.txt:Added", "b/f2.txt:Deleted"] {
+    for want in ["a/f0.txt:Modified", "new.txt:Added", "b/f2.txt:Untracked"] {
         assert!(got.iter().any(|g| g == want), "{want} missing from {got:?}");
     }
 
@@ -133,7 +133,7 @@ fn status_fast_paths_give_the_full_answer() {
     assert!(has_cache_tree(&sb));
     let v = status_three_ways(&sb, "cache-tree of another commit");
     let got = changed(&v);
-    for want in ["a/f0.txt:Modified", "new.txt:Added", "b/f2.txt:Deleted"] {
+    for want in ["a/f0.txt:Modified", "new.txt:Added", "b/f2.txt:Untracked"] {
         assert!(got.iter().any(|g| g == want), "{want} missing from {got:?}");
     }
 
