@@ -309,10 +309,140 @@ pub struct PromptArgs {
     pub notice: bool,
 }
 
+/// The arguments of `pas-agent prompt`, read without building clap's parser: the shell hooks run
+/// `prompt` at every prompt whose session or HEAD changed, and building the whole command line
+/// parser is a large part of its cost. Takes the arguments after the program name; returns
+/// `None` (parse with clap, which then also reports any error) unless they are `prompt` and
+/// then only `--width N`, `--width=N` (8–65535), `--hook ID`, `--hook=ID` and `--notice` (with
+/// `--hook`), each at most once, values not starting with `-` — the forms clap accepts with the
+/// same meaning. Anything else (`-C`, `--help`, a typo) goes to clap.
+pub fn fast_prompt_args(args: &[std::ffi::OsString]) -> Option<PromptArgs> {
+    let (first, rest) = args.split_first()?;
+    if first != "prompt" {
+        return None;
+    }
+    let mut width = None;
+    let mut hook = None;
+    let mut notice = false;
+    let mut i = 0;
+    while i < rest.len() {
+        let arg = rest[i].to_str()?;
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => (arg, None),
+        };
+        let mut value = || -> Option<&str> {
+            let v = match inline {
+                Some(v) => v,
+                None => {
+                    i += 1;
+                    rest.get(i)?.to_str()?
+                }
+            };
+            (!v.is_empty() && !v.starts_with('-')).then_some(v)
+        };
+        match name {
+            "--width" if width.is_none() => {
+                let v = value()?;
+                // What clap's u16 parser takes: ASCII digits only.
+                if !v.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                width = Some(v.parse::<u16>().ok().filter(|w| *w >= 8)?);
+            }
+            "--hook" if hook.is_none() => hook = Some(value()?.to_string()),
+            "--notice" if !notice && inline.is_none() => notice = true,
+            _ => return None,
+        }
+        i += 1;
+    }
+    if notice && hook.is_none() {
+        return None;
+    }
+    Some(PromptArgs {
+        width: width.unwrap_or(32),
+        hook,
+        notice,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// Every argument list the prompt's fast path accepts means the same to clap; the ones it
+    /// declines are left to clap (whatever clap makes of them).
+    #[test]
+    fn fast_prompt_args_agree_with_clap() {
+        let pieces = [
+            "--width",
+            "--width=8",
+            "--width=7",
+            "--width=65536",
+            "--width=+9",
+            "--width=",
+            "12",
+            "7",
+            "-3",
+            "--hook",
+            "--hook=",
+            "--hook=42",
+            "42",
+            "-x",
+            "--notice",
+            "--notice=1",
+            "-C",
+            ".",
+            "--help",
+            "--",
+            "x",
+        ];
+        // Every list of up to three pieces.
+        let mut lists: Vec<Vec<&str>> = vec![vec![]];
+        let mut level: Vec<Vec<&str>> = vec![vec![]];
+        for _ in 0..3 {
+            level = level
+                .iter()
+                .flat_map(|l| {
+                    pieces.iter().map(move |p| {
+                        let mut l = l.clone();
+                        l.push(*p);
+                        l
+                    })
+                })
+                .collect();
+            lists.extend(level.iter().cloned());
+        }
+        lists.push(vec!["--width", "12", "--hook", "42", "--notice"]);
+        let mut accepted = 0;
+        for rest in lists {
+            let args: Vec<std::ffi::OsString> = std::iter::once("prompt")
+                .chain(rest.iter().copied())
+                .map(Into::into)
+                .collect();
+            let Some(fast) = fast_prompt_args(&args) else {
+                continue;
+            };
+            accepted += 1;
+            let full = Cli::try_parse_from(std::iter::once("pas-agent".into()).chain(args))
+                .unwrap_or_else(|e| panic!("{rest:?}: fast path accepted, clap said {e}"));
+            assert!(full.dir.is_none());
+            match full.command {
+                Command::Prompt(p) => assert_eq!(format!("{p:?}"), format!("{fast:?}"), "{rest:?}"),
+                other => panic!("{rest:?}: clap parsed {other:?}"),
+            }
+        }
+        assert!(accepted > 40, "only {accepted} lists took the fast path");
+        for other in [
+            &["status"][..],
+            &["prompt", "--hook"],
+            &["-C", ".", "prompt"],
+        ] {
+            let args: Vec<std::ffi::OsString> = other.iter().map(Into::into).collect();
+            assert!(fast_prompt_args(&args).is_none(), "{other:?}");
+        }
+    }
 
     #[test]
     fn definitions_are_consistent() {

@@ -344,6 +344,31 @@ impl WriteGuard {
         named: Named,
         links: Links<'_>,
     ) -> Result<Written, WriteError> {
+        self.write_with(path, contents, named, links, true)
+    }
+
+    /// [`WriteGuard::write`] without `fsync`: the same checks and the same atomic rename, so a
+    /// reader sees the old file or the new one, whole, but a power cut (not a crash of the
+    /// process) may lose the last write. For files that can be rebuilt or whose content is
+    /// worthless after a reboot (a cache, the registry of live processes). Same errors.
+    pub fn write_volatile(
+        &self,
+        path: &Path,
+        contents: &[u8],
+        named: Named,
+        links: Links<'_>,
+    ) -> Result<Written, WriteError> {
+        self.write_with(path, contents, named, links, false)
+    }
+
+    fn write_with(
+        &self,
+        path: &Path,
+        contents: &[u8],
+        named: Named,
+        links: Links<'_>,
+        durable: bool,
+    ) -> Result<Written, WriteError> {
         let real = self.check(path, named)?;
         let dir = parent_of(&real).to_path_buf();
         let existing = match fs::metadata(&real) {
@@ -399,13 +424,17 @@ impl WriteGuard {
                 }
             }
         }
-        tmp.as_file().sync_all()?;
+        if durable {
+            tmp.as_file().sync_all()?;
+        }
         // Close the handle before renaming (Windows cannot rename an open file).
         let tmp_path = tmp.into_temp_path();
         fs::rename(&tmp_path, &real)?;
         // The rename happened: the temp path no longer exists, so disarm its delete-on-drop.
         let _ = tmp_path.keep();
-        sync_dir(&dir);
+        if durable {
+            sync_dir(&dir);
+        }
         Ok(if existing.is_some() {
             Written::Replaced
         } else {

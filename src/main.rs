@@ -3,11 +3,16 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use pas_agent::cli::Cli;
+use pas_agent::cli::{Cli, Command};
 use pas_agent::error::{Error, exit};
 use pas_agent::term;
 
 fn main() -> ExitCode {
+    // The prompt hook's command, without building clap's parser (see `fast_prompt_args`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(prompt) = pas_agent::cli::fast_prompt_args(&args) {
+        return outcome(pas_agent::cmd::dispatch(Command::Prompt(prompt)));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&visible(e)),
@@ -18,7 +23,12 @@ fn main() -> ExitCode {
         term::error(&format!("cannot change to {}: {e}", dir.to_string_lossy()));
         return code(exit::USAGE);
     }
-    match pas_agent::cmd::dispatch(cli.command) {
+    outcome(pas_agent::cmd::dispatch(cli.command))
+}
+
+/// The exit code of a command's result; an error is reported first.
+fn outcome(result: pas_agent::error::Result<i32>) -> ExitCode {
+    match result {
         Ok(c) => code(c),
         Err(Error::BrokenPipe) => code(exit::OK),
         Err(e) => {

@@ -87,6 +87,35 @@ enum Mark {
     Untracked,
 }
 
+/// Environment variable that, set to `1`, turns the status fast paths off (the cache-tree
+/// shortcut), so that the full computation can be compared with them. For tests and benchmarks.
+pub(crate) const FULL_STATUS_ENV: &str = "PAS_AGENT_FULL_STATUS";
+
+fn full_status_forced() -> bool {
+    std::env::var_os(FULL_STATUS_ENV).is_some_and(|v| v == "1")
+}
+
+/// Whether the index's cache-tree extension proves that the index holds exactly HEAD's tree, so
+/// that comparing HEAD with the index would find nothing — the test git itself makes before it
+/// trusts the cache-tree (`cache-tree.c`): the root is valid (git writes `-1` entries for an
+/// invalidated tree, gix reads that as `None`), names HEAD's tree and covers every entry of the
+/// index, and no entry is unmerged or added with intent (git invalidates the tree for both; this
+/// check does not rely on that).
+fn cache_tree_matches(index: &gix::index::State, head_tree: gix::ObjectId) -> bool {
+    let Some(root) = index.tree() else {
+        return false;
+    };
+    let entries = index.entries();
+    root.name.is_empty()
+        && root.id == head_tree
+        && root
+            .num_entries
+            .is_some_and(|n| n as usize == entries.len())
+        && entries.iter().all(|e| {
+            e.stage_raw() == 0 && !e.flags.contains(gix::index::entry::Flags::INTENT_TO_ADD)
+        })
+}
+
 fn open_options(trust: gix::sec::Trust) -> gix::open::Options {
     use gix::sec::trust::DefaultForLevel;
     gix::open::Options::default_for_level(trust).config_overrides(["index.skipHash=true"])
@@ -124,18 +153,45 @@ impl Native {
         // Set once the first change is found in `Detail::Dirty` mode, so that the threads
         // producing the rest of the status stop instead of finishing a walk nobody reads.
         let interrupt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let iter = self
+        let index = self
+            .repo
+            .index_or_empty()
+            .map_err(|e| err("reading the index", e))?;
+        let head_tree = self
+            .repo
+            .head_tree_id_or_empty()
+            .map_err(|e| err("reading HEAD's tree", e))?
+            .detach();
+        let skip_tree_index = !full_status_forced() && cache_tree_matches(&index, head_tree);
+        let platform = self
             .repo
             .status(gix::progress::Discard)
             .map_err(|e| err("status", e))?
+            .index(gix::worktree::IndexPersistedOrInMemory::Persisted(index))
+            .head_tree(head_tree)
             .untracked_files(UntrackedFiles::Files)
             .index_worktree_rewrites(None)
-            .should_interrupt_owned(interrupt.clone())
-            .into_iter(Vec::new())
-            .map_err(|e| err("status", e))?;
+            .should_interrupt_owned(interrupt.clone());
+        // HEAD → index: skipped when the index's cache-tree proves it empty, as git does;
+        // only the index → work tree side (and the untracked walk) runs then.
+        let iter: Box<dyn Iterator<Item = GitResult<Item>>> = if skip_tree_index {
+            Box::new(
+                platform
+                    .into_index_worktree_iter(Vec::new())
+                    .map_err(|e| err("status", e))?
+                    .map(|item| item.map(Item::IndexWorktree).map_err(|e| err("status", e))),
+            )
+        } else {
+            Box::new(
+                platform
+                    .into_iter(Vec::new())
+                    .map_err(|e| err("status", e))?
+                    .map(|item| item.map_err(|e| err("status", e))),
+            )
+        };
         let mut out = RawStatus::new();
         for item in iter {
-            let item = item.map_err(|e| err("status", e))?;
+            let item = item?;
             // Each item sets one side of the path's two-letter status: X (HEAD → index) or
             // Y (index → work tree), as git's porcelain output has them.
             let (path, mark) = match &item {

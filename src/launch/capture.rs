@@ -254,6 +254,12 @@ impl Capture {
         }
     }
 
+    /// The most bytes of output this capture keeps: once that many (and one more) were given to
+    /// [`Capture::write`], it has noted the cut and takes no more.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
     /// Feeds bytes through the parser into the text file.
     fn plain(&mut self, bytes: &[u8]) -> bool {
         let text = self.converter.feed(bytes);

@@ -16,6 +16,14 @@
 //! "started_at", "launcher_pid", "launcher_started", "nonce"}]}` — `project` is the session
 //! root, `session_id` the pas-agent session's id, the rest as in the run record (SPEC §5).
 //!
+//! Adding and removing a run's entry is atomic but not `fsync`ed
+//! ([`crate::fsutil::WriteGuard::write_volatile`]): a power cut can lose the last change, and
+//! costs nothing that counts — every launcher is gone after a reboot, and the session's own
+//! record, written durably, is what the next command in the project reconciles. Only an outcome
+//! kept here because the project's disk was full ([`Registry::keep_outcome`]) is written
+//! durably. So a bare `pas-agent run` makes one durable write before the agent starts (the
+//! session) and one after.
+//!
 //! The registry is a convenience: when it cannot be read or written the launcher warns and the
 //! run goes on (the session's own record is what counts). An empty or half-written file (a
 //! writer killed before the atomic writer existed, a full disk) reads as empty; a damaged one
@@ -213,7 +221,9 @@ impl Registry {
     }
 
     /// Applies `change` to the entries under the registry lock and saves atomically.
-    fn modify<T>(&self, change: impl FnOnce(&mut Vec<Entry>) -> T) -> Result<T> {
+    /// `durable`: written with `fsync` ([`WriteGuard::write`]) or without
+    /// ([`WriteGuard::write_volatile`]).
+    fn modify<T>(&self, durable: bool, change: impl FnOnce(&mut Vec<Entry>) -> T) -> Result<T> {
         create_private_dir(&self.dir)?;
         let _guard = lock::acquire_file(&self.dir.join(LOCK))?;
         let path = self.file();
@@ -244,15 +254,18 @@ impl Registry {
             })?;
         let guard = WriteGuard::new(&self.dir).map_err(io(&self.dir))?;
         create_private_file(&guard, &path)?;
-        guard
-            .write(&path, &bytes, Named::ByUs, Links::Replace)
-            .map_err(|e| Error::write(&path, e))?;
+        let written = if durable {
+            guard.write(&path, &bytes, Named::ByUs, Links::Replace)
+        } else {
+            guard.write_volatile(&path, &bytes, Named::ByUs, Links::Replace)
+        };
+        written.map_err(|e| Error::write(&path, e))?;
         Ok(out)
     }
 
     /// Adds (or replaces) the entry for a run.
     pub fn add(&self, entry: Entry) -> Result<()> {
-        self.modify(|runs| {
+        self.modify(false, |runs| {
             runs.retain(|e| e.run_id != entry.run_id);
             runs.push(entry);
         })
@@ -261,12 +274,14 @@ impl Registry {
     /// Keeps a run's outcome in its entry (field [`OUTCOME_FIELD`]), for when the project's
     /// own disk cannot take it (see [`super::outcome`]). Returns whether the entry was there.
     pub fn keep_outcome(&self, run_id: Uuid, outcome: serde_json::Value) -> Result<bool> {
-        self.modify(|runs| match runs.iter_mut().find(|e| e.run_id == run_id) {
-            Some(e) => {
-                e.extra.insert(OUTCOME_FIELD.into(), outcome);
-                true
+        self.modify(true, |runs| {
+            match runs.iter_mut().find(|e| e.run_id == run_id) {
+                Some(e) => {
+                    e.extra.insert(OUTCOME_FIELD.into(), outcome);
+                    true
+                }
+                None => false,
             }
-            None => false,
         })
     }
 
@@ -275,7 +290,7 @@ impl Registry {
         if run_ids.is_empty() {
             return Ok(0);
         }
-        self.modify(|runs| {
+        self.modify(false, |runs| {
             let before = runs.len();
             runs.retain(|e| !run_ids.contains(&e.run_id));
             before - runs.len()

@@ -15,6 +15,7 @@ mod hooks_tmux;
 mod launcher;
 mod launcher_support;
 mod mock_model;
+mod perf;
 mod run;
 mod safety_fs;
 mod safety_limits;

@@ -1,0 +1,291 @@
+//! Performance work must not change answers: the status fast paths (HEAD → index skipped when
+//! the index's cache-tree proves it empty) against the full computation and against git itself,
+//! the prompt's own argument reader against clap's, and the bare launcher's durable writes
+//! counted with strace.
+
+use std::process::Command;
+
+use crate::common::Sandbox;
+
+/// `status --json` three ways: as shipped (fast paths on), with the fast paths off
+/// (`PAS_AGENT_FULL_STATUS=1`, the full HEAD → index comparison) and through the git CLI.
+fn status_three_ways(sb: &Sandbox, state: &str) -> serde_json::Value {
+    let run = |env: &[(&str, &str)]| {
+        let mut cmd = sb.cmd();
+        cmd.args(["status", "--json"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run pas-agent");
+        assert!(
+            out.status.success(),
+            "{state}: status {env:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("status --json")
+    };
+    let fast = run(&[]);
+    let full = run(&[("PAS_AGENT_FULL_STATUS", "1")]);
+    let cli = run(&[("PAS_AGENT_GIT", "cli")]);
+    assert_eq!(
+        fast, full,
+        "{state}: the fast path differs from the full computation"
+    );
+    assert_eq!(
+        fast, cli,
+        "{state}: the in-process status differs from git's"
+    );
+    fast
+}
+
+/// The paths `stale.changed` lists, with their status, as `path:Status`.
+fn changed(v: &serde_json::Value) -> Vec<String> {
+    v["stale"]["changed"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    let status = match &c["status"] {
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    format!("{}:{status}", c["path"].as_str().unwrap_or("?"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Replaces the index with the same entries but no extensions (no cache-tree), as an index
+/// written by a tool that does not keep one would be.
+fn drop_cache_tree(sb: &Sandbox) {
+    let entries = sb.git(&["ls-files", "-s"]);
+    std::fs::remove_file(sb.path(".git/index")).unwrap();
+    let mut child = sb
+        .git_cmd()
+        .args(["update-index", "--index-info"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(entries.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    // Refresh the stat data, so that the index stays "clean" for unchanged files.
+    sb.git(&["update-index", "-q", "--refresh"]);
+}
+
+/// Whether the index file holds a cache-tree (`TREE`) extension at all.
+fn has_cache_tree(sb: &Sandbox) -> bool {
+    let bytes = std::fs::read(sb.path(".git/index")).unwrap();
+    bytes.windows(4).any(|w| w == b"TREE")
+}
+
+#[test]
+fn status_fast_paths_give_the_full_answer() {
+    let sb = Sandbox::with_session();
+    for d in ["a", "b", "c/d"] {
+        for f in 0..5 {
+            sb.write(&format!("{d}/f{f}.txt"), format!("{d} {f}\n"));
+        }
+    }
+    sb.git(&["add", "-A"]);
+    sb.git(&["commit", "-q", "-m", "files"]);
+    sb.ok(&["checkpoint", "baseline"]);
+
+    // A fresh commit: the cache-tree names HEAD's tree; only work-tree changes and untracked
+    // files, which the fast path still reads.
+    assert!(has_cache_tree(&sb));
+    sb.write("a/f0.txt", "changed\n");
+    sb.write("new.txt", "new\n");
+    sb.write("c/d/new.txt", "new\n");
+    std::fs::remove_file(sb.path("b/f1.txt")).unwrap();
+    let v = status_three_ways(&sb, "work-tree changes only");
+    let got = changed(&v);
+    for want in [
+        "a/f0.txt:Modified",
+        "new.txt:Untracked",
+        "c/d/new.txt:Untracked",
+        "b/f1.txt:Deleted",
+    ] {
+        assert!(got.iter().any(|g| g == want), "{want} missing from {got:?}");
+    }
+
+    // Staged changes of every kind: the cache-tree is invalidated along their paths.
+    sb.git(&["add", "a/f0.txt", "new.txt"]);
+    sb.git(&["rm", "-q", "--cached", "b/f2.txt"]);
+    sb.git(&["mv", "c/d/f3.txt", "c/d/moved.txt"]);
+    sb.git(&["add", "-N", "c/d/new.txt"]);
+    let v = status_three_ways(&sb, "staged changes");
+    let got = changed(&v);
+    for want in ["a/f0.txt:Modified", "new.txt:Added", "b/f2.txt:Untracked"] {
+        assert!(got.iter().any(|g| g == want), "{want} missing from {got:?}");
+    }
+
+    // A valid cache-tree that is not HEAD's: commit, then move HEAD back without touching
+    // the index. The index differs from HEAD although its cache-tree is whole.
+    sb.git(&["commit", "-q", "-m", "second"]);
+    sb.git(&["reset", "-q", "--soft", "HEAD~1"]);
+    assert!(has_cache_tree(&sb));
+    let v = status_three_ways(&sb, "cache-tree of another commit");
+    let got = changed(&v);
+    for want in ["a/f0.txt:Modified", "new.txt:Added", "b/f2.txt:Untracked"] {
+        assert!(got.iter().any(|g| g == want), "{want} missing from {got:?}");
+    }
+
+    // No cache-tree at all, with and then without staged changes.
+    drop_cache_tree(&sb);
+    assert!(!has_cache_tree(&sb));
+    status_three_ways(&sb, "no cache-tree, staged changes");
+    sb.git(&["commit", "-q", "-m", "third"]);
+    drop_cache_tree(&sb);
+    assert!(!has_cache_tree(&sb));
+    sb.write("a/f4.txt", "changed again\n");
+    let v = status_three_ways(&sb, "no cache-tree, nothing staged");
+    assert!(changed(&v).iter().any(|g| g == "a/f4.txt:Modified"), "{v}");
+
+    // A cache-tree rebuilt by git (read-tree primes it) after a staged change was committed.
+    sb.git(&["read-tree", "HEAD"]);
+    assert!(has_cache_tree(&sb));
+    status_three_ways(&sb, "cache-tree primed by read-tree");
+
+    // An index taken from an older commit, cache-tree included.
+    sb.git(&["read-tree", "HEAD~2"]);
+    assert!(has_cache_tree(&sb));
+    status_three_ways(&sb, "index of an older commit");
+}
+
+#[test]
+fn status_fast_paths_on_an_unborn_branch_and_a_conflict() {
+    // Nothing committed yet: HEAD is the empty tree.
+    let sb = Sandbox::plain();
+    sb.git(&["init", "-q", "-b", "main"]);
+    sb.ok(&["init", "--task", "t"]);
+    sb.write("a.txt", "a\n");
+    sb.write("b.txt", "b\n");
+    sb.git(&["add", "a.txt"]);
+    status_three_ways(&sb, "unborn branch");
+
+    // An unmerged path.
+    let sb = Sandbox::with_session();
+    sb.write("c.txt", "base\n");
+    sb.git(&["add", "c.txt"]);
+    sb.git(&["commit", "-q", "-m", "base"]);
+    sb.git(&["checkout", "-q", "-b", "other"]);
+    sb.write("c.txt", "other\n");
+    sb.git(&["commit", "-q", "-am", "other"]);
+    sb.git(&["checkout", "-q", "main"]);
+    sb.write("c.txt", "main\n");
+    sb.git(&["commit", "-q", "-am", "main"]);
+    let merge = sb
+        .git_cmd()
+        .args(["merge", "-q", "other"])
+        .output()
+        .unwrap();
+    assert!(!merge.status.success(), "the merge should conflict");
+    status_three_ways(&sb, "unmerged path");
+}
+
+/// The prompt reads its own arguments (no clap) only in the forms clap reads the same way:
+/// the output is the same as through clap (`-C .` takes clap's path), and what clap rejects is
+/// still rejected.
+#[test]
+fn prompt_reads_its_arguments_as_clap_does() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["update", "--next", "write the tests"]);
+    for args in [
+        &["--width", "12"][..],
+        &["--width=12", "--hook", "7"],
+        &["--hook=7", "--notice"],
+        &["--notice", "--hook", "7", "--width", "9"],
+    ] {
+        let fast: Vec<&str> = std::iter::once("prompt")
+            .chain(args.iter().copied())
+            .collect();
+        let slow: Vec<&str> = ["-C", ".", "prompt"]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        assert_eq!(sb.ok(&fast), sb.ok(&slow), "{args:?}");
+    }
+    for bad in [
+        &["prompt", "--width", "7"][..],
+        &["prompt", "--notice"],
+        &["prompt", "--hook"],
+    ] {
+        let err = sb.fails(bad, 2);
+        assert!(!err.is_empty(), "{bad:?}");
+    }
+}
+
+/// `pas-agent run --no-checkpoint --no-export`: one durable write before the program starts and
+/// one after (the session's record), counted as the `fsync`s of the whole process tree.
+#[test]
+fn bare_run_makes_one_durable_write_before_and_one_after() {
+    let Ok(probe) = Command::new("strace").arg("-V").output() else {
+        panic!("strace is needed for this test (apt-get install strace; .ci/run installs it)");
+    };
+    assert!(probe.status.success());
+    let sb = Sandbox::with_session();
+    sb.write("dirty.txt", "x\n");
+    // A first run creates the run registry's directory and files.
+    sb.ok(&[
+        "run",
+        "--no-checkpoint",
+        "--no-export",
+        "--no-pty",
+        "--",
+        "true",
+    ]);
+    let trace = sb.path("strace.txt");
+    let mut cmd = Command::new("strace");
+    cmd.args([
+        "-f",
+        "-qq",
+        "-e",
+        "trace=fsync,fdatasync,sync_file_range,syncfs",
+        "-o",
+    ])
+    .arg(&trace)
+    .arg(crate::common::bin())
+    .args([
+        "run",
+        "--no-checkpoint",
+        "--no-export",
+        "--no-pty",
+        "--",
+        "true",
+    ]);
+    // The sandbox's environment, through a pas-agent command's.
+    let template = sb.cmd();
+    for (k, v) in template.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.current_dir(&sb.work).stdin(std::process::Stdio::null());
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let syncs: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("sync") && !l.contains("exited with"))
+        .collect();
+    // Each durable write is the temp file's fsync and its directory's.
+    assert_eq!(
+        syncs.len(),
+        4,
+        "expected 2 durable writes (4 fsyncs):\n{text}"
+    );
+    let runs = sb.session()["runs"].as_array().unwrap().len();
+    assert_eq!(runs, 2);
+}
