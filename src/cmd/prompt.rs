@@ -84,6 +84,10 @@ fn output(args: &PromptArgs) -> Option<String> {
                 notice(session, stale),
             )
         }
+        Err(e @ Error::Unmerged { .. }) => (
+            marker(e).to_string(),
+            "pas-agent: the session has unresolved git merge conflicts; `pas-agent resolve` merges both sides (agents still start, without a record)".to_string(),
+        ),
         Err(e) => (
             marker(e).to_string(),
             format!(
@@ -122,6 +126,7 @@ fn output(args: &PromptArgs) -> Option<String> {
 fn marker(e: &Error) -> &'static str {
     match e {
         Error::Damaged { .. } => "session damaged",
+        Error::Unmerged { .. } => "session unmerged",
         Error::Unsupported { .. } => "session from a newer pas-agent",
         _ => "session unreadable",
     }

@@ -82,6 +82,7 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
             run.head_after = outcome.head_after.clone();
             run.commits = outcome.commits.clone();
             run.files_changed = outcome.files_changed.clone();
+            crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
             run.baseline = None;
             run.extra.insert(
                 "reconciled_at".into(),
@@ -171,6 +172,7 @@ pub fn here(cwd: &std::path::Path) {
         // The command itself loads the session next and reports these, once.
         Err(
             Error::Damaged { .. }
+            | Error::Unmerged { .. }
             | Error::Unsupported { .. }
             | Error::NoSession { .. }
             | Error::Locked { .. },

@@ -235,6 +235,13 @@ impl Project {
         self.save(session)
     }
 
+    /// Replaces the session file with `session` under the lock, without reading what is there
+    /// first: for `resolve`, whose file holds conflict markers no load accepts.
+    pub fn overwrite(&self, session: &Session) -> Result<()> {
+        let _guard = self.lock()?;
+        self.save(session)
+    }
+
     /// Saves atomically. Callers hold the lock.
     ///
     /// Errors: [`Error::TooLarge`] (nothing written) when the file would be larger than
@@ -296,6 +303,13 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
     })?;
     if text.trim().is_empty() {
         return Err(damaged("the file is empty".into()));
+    }
+    if super::merge::is_conflicted(text)
+        && serde_json::from_str::<serde::de::IgnoredAny>(text).is_err()
+    {
+        return Err(Error::Unmerged {
+            path: path.to_path_buf(),
+        });
     }
     let unsupported = |found: u64| Error::Unsupported {
         path: path.to_path_buf(),
