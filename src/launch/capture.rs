@@ -58,12 +58,7 @@ impl Text {
     }
 
     fn line_break(&mut self) {
-        if self
-            .out
-            .last()
-            .or(self.last.as_ref())
-            .is_some_and(|b| *b != b'\n')
-        {
+        if self.out.last().or(self.last.as_ref()).is_some_and(|b| *b != b'\n') {
             self.out.push(b'\n');
         }
         self.col = 0;
@@ -323,33 +318,10 @@ mod tests {
         prop_oneof![
             "[a-zA-Z0-9 ]{1,6}",
             prop::sample::select(vec![
-                "é",
-                "─",
-                "😀",
-                "ĸ",
-                "日本",
-                "\u{301}",
-                "\u{fffd}",
-                "\r",
-                "\n",
-                "\t",
-                "\r\n",
-                "\x1b[1;31m",
-                "\x1b[0m",
-                "\x1b[2C",
-                "\x1b[5;10H",
-                "\x1b[?1049h",
-                "\x1b[?25l",
-                "\x1b]0;tïtle\x07",
-                "\x1b]2;😀\x1b\\",
-                "\x1b(0",
-                "\x1b(B",
-                "\x1b[>1u",
-                "\x1b[3G",
-                "\x1b[2B",
-                "\x1b7",
-                "\x1b8",
-                "\x1bP+q\x1b\\",
+                "é", "─", "😀", "ĸ", "日本", "\u{301}", "\u{fffd}", "\r", "\n", "\t", "\r\n",
+                "\x1b[1;31m", "\x1b[0m", "\x1b[2C", "\x1b[5;10H", "\x1b[?1049h", "\x1b[?25l",
+                "\x1b]0;tïtle\x07", "\x1b]2;😀\x1b\\", "\x1b(0", "\x1b(B", "\x1b[>1u",
+                "\x1b[3G", "\x1b[2B", "\x1b7", "\x1b8", "\x1bP+q\x1b\\",
             ])
             .prop_map(str::to_string),
         ]

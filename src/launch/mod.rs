@@ -4,13 +4,13 @@
 
 pub mod capture;
 pub mod delta;
-pub mod modes;
 pub mod outcome;
 pub mod plain;
 pub mod process;
 #[cfg(unix)]
 pub mod pty;
 pub mod reconcile;
+pub mod modes;
 pub mod record;
 pub mod registry;
 pub mod session_id;

@@ -54,14 +54,7 @@ pub const PRIVATE: &[(u16, bool)] = &[
 const ALT_SCREENS: [u16; 3] = [1049, 1047, 47];
 
 /// OSC colour settings and the OSC that resets each.
-const OSC_COLOURS: &[(u16, u16)] = &[
-    (4, 104),
-    (10, 110),
-    (11, 111),
-    (12, 112),
-    (17, 117),
-    (19, 119),
-];
+const OSC_COLOURS: &[(u16, u16)] = &[(4, 104), (10, 110), (11, 111), (12, 112), (17, 117), (19, 119)];
 
 /// The terminal state the agent's output left, as far as it differs from the start.
 #[derive(Debug, Clone, Default)]
@@ -98,10 +91,7 @@ fn default_of(mode: u16) -> Option<bool> {
 impl State {
     /// A private mode's value now (its usual value when the agent did not change it).
     pub fn private(&self, mode: u16) -> Option<bool> {
-        self.private
-            .get(&mode)
-            .copied()
-            .or_else(|| default_of(mode))
+        self.private.get(&mode).copied().or_else(|| default_of(mode))
     }
 
     fn set_private(&mut self, mode: u16, on: bool) {
@@ -130,11 +120,7 @@ impl State {
     /// then the input and cursor modes. Empty when nothing is left on.
     pub fn reset_bytes(&self) -> Vec<u8> {
         let mut out = String::new();
-        let changed = |m: u16| {
-            self.private
-                .get(&m)
-                .is_some_and(|v| Some(*v) != default_of(m))
-        };
+        let changed = |m: u16| self.private.get(&m).is_some_and(|v| Some(*v) != default_of(m));
         if changed(2026) {
             out.push_str("\x1b[?2026l");
         }
@@ -233,10 +219,7 @@ impl vte::Perform for State {
     }
 
     fn csi_dispatch(&mut self, params: &vte::Params, inter: &[u8], _ignore: bool, action: char) {
-        let values: Vec<u16> = params
-            .iter()
-            .map(|p| p.first().copied().unwrap_or(0))
-            .collect();
+        let values: Vec<u16> = params.iter().map(|p| p.first().copied().unwrap_or(0)).collect();
         let first = values.first().copied().unwrap_or(0);
         match (inter, action) {
             ([b'?'], 'h' | 'l') => {
@@ -382,10 +365,7 @@ mod tests {
         assert_eq!(reset_after("\x1b[?1049h\x1b[?25l\x1b[?25h\x1b[?1049l"), "");
         assert_eq!(reset_after("\x1b[>1u\x1b[<u\x1b=\x1b>"), "");
         assert_eq!(reset_after("\x1b[?1000;1006h\x1b[?1000;1006l"), "");
-        assert_eq!(
-            reset_after("\x1b[?2004h\x1b[?2004s\x1b[?2004l\x1b[?2004r\x1b[?2004l"),
-            ""
-        );
+        assert_eq!(reset_after("\x1b[?2004h\x1b[?2004s\x1b[?2004l\x1b[?2004r\x1b[?2004l"), "");
     }
 
     #[test]
@@ -393,31 +373,10 @@ mod tests {
         let all = "\x1b[?2026h\x1b[?1049h\x1b[?1h\x1b=\x1b[?25l\x1b[?2004h\x1b[?1000;1002;1003;1005;1006;1015h\x1b[?1004h\x1b[>1u\x1b[>3u\x1b[>4;2m\x1b[3;10r\x1b[4h\x1b[?6h\x1b[?7l\x1b[1;31m\x1b[5 q\x1b[22;0t\x1b(0\x0e\x1b]11;#000000\x1b\\";
         let r = reset_after(all);
         for want in [
-            "\x1b[?2026l",
-            "\x1b[0m",
-            "\x1b[4l",
-            "\x1b[?6l",
-            "\x1b7\x1b[r\x1b8",
-            "\x0f",
-            "\x1b(B",
-            "\x1b[?1049l",
-            "\x1b[?1l",
-            "\x1b[?7h",
-            "\x1b[?25h",
-            "\x1b[?1000l",
-            "\x1b[?1002l",
-            "\x1b[?1003l",
-            "\x1b[?1004l",
-            "\x1b[?1005l",
-            "\x1b[?1006l",
-            "\x1b[?1015l",
-            "\x1b[?2004l",
-            "\x1b[<2u",
-            "\x1b[>4m",
-            "\x1b[0 q",
-            "\x1b[23;0t",
-            "\x1b>",
-            "\x1b]111\x1b\\",
+            "\x1b[?2026l", "\x1b[0m", "\x1b[4l", "\x1b[?6l", "\x1b7\x1b[r\x1b8", "\x0f", "\x1b(B",
+            "\x1b[?1049l", "\x1b[?1l", "\x1b[?7h", "\x1b[?25h", "\x1b[?1000l", "\x1b[?1002l",
+            "\x1b[?1003l", "\x1b[?1004l", "\x1b[?1005l", "\x1b[?1006l", "\x1b[?1015l",
+            "\x1b[?2004l", "\x1b[<2u", "\x1b[>4m", "\x1b[0 q", "\x1b[23;0t", "\x1b>", "\x1b]111\x1b\\",
         ] {
             assert!(r.contains(want), "{want:?} missing from {r:?}");
         }

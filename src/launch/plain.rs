@@ -83,7 +83,9 @@ fn interpreter(program: &Path) -> Option<String> {
     let line = head[..n].strip_prefix(b"#!")?;
     let line = line.split(|b| *b == b'\n').next()?;
     let text = String::from_utf8_lossy(line);
-    text.split_whitespace().next().map(crate::term::clean_line)
+    text.split_whitespace()
+        .next()
+        .map(crate::term::clean_line)
 }
 
 /// Runs `program args…` in `cwd` with inherited stdio and waits for it, with `env` added to

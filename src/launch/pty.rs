@@ -248,7 +248,8 @@ pub fn run(
                     raw = RawMode::enable(std::io::stdin().as_fd()).ok();
                 }
                 if let Some(sink) = guard.as_mut() {
-                    let _ = write_all(std::io::stdout().as_fd(), &sink.modes.state.reapply_bytes());
+                    let _ =
+                        write_all(std::io::stdout().as_fd(), &sink.modes.state.reapply_bytes());
                 }
                 drop(guard);
                 resize(&*master);

@@ -111,12 +111,7 @@ pub const TABLE: &[Row] = &[
     row(libc::SIGUSR1, "SIGUSR1", FWD, Action::ForwardSent),
     row(libc::SIGSEGV, "SIGSEGV", Action::Fault, Action::Fault),
     row(libc::SIGUSR2, "SIGUSR2", FWD, Action::ForwardSent),
-    row(
-        libc::SIGPIPE,
-        "SIGPIPE",
-        Action::ForwardSent,
-        Action::ForwardSent,
-    ),
+    row(libc::SIGPIPE, "SIGPIPE", Action::ForwardSent, Action::ForwardSent),
     row(libc::SIGALRM, "SIGALRM", FWD, Action::ForwardSent),
     row(libc::SIGTERM, "SIGTERM", END, Action::ForwardSent),
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -127,18 +122,8 @@ pub const TABLE: &[Row] = &[
     row(libc::SIGTTIN, "SIGTTIN", Action::Default, Action::Default),
     row(libc::SIGTTOU, "SIGTTOU", Action::Default, Action::Default),
     row(libc::SIGURG, "SIGURG", FWD, Action::ForwardSent),
-    row(
-        libc::SIGXCPU,
-        "SIGXCPU",
-        Action::ForwardSent,
-        Action::ForwardSent,
-    ),
-    row(
-        libc::SIGXFSZ,
-        "SIGXFSZ",
-        Action::ForwardSent,
-        Action::ForwardSent,
-    ),
+    row(libc::SIGXCPU, "SIGXCPU", Action::ForwardSent, Action::ForwardSent),
+    row(libc::SIGXFSZ, "SIGXFSZ", Action::ForwardSent, Action::ForwardSent),
     row(libc::SIGVTALRM, "SIGVTALRM", FWD, Action::ForwardSent),
     row(libc::SIGPROF, "SIGPROF", FWD, Action::ForwardSent),
     row(libc::SIGWINCH, "SIGWINCH", Action::Resize, Action::Default),
@@ -199,10 +184,8 @@ pub fn stop_before_start(pty: bool) -> Vec<i32> {
     caught(pty)
         .into_iter()
         .filter(|s| {
-            matches!(
-                action(*s, pty),
-                Action::Forward { .. } | Action::ForwardSent
-            ) && ![libc::SIGPIPE, libc::SIGXFSZ, libc::SIGXCPU].contains(s)
+            matches!(action(*s, pty), Action::Forward { .. } | Action::ForwardSent)
+                && ![libc::SIGPIPE, libc::SIGXFSZ, libc::SIGXCPU].contains(s)
         })
         .collect()
 }

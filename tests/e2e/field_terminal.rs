@@ -45,11 +45,7 @@ fn a_signal_ends_the_run_cleanly(no_pty: bool, signal: i32) {
     let launcher = running_launcher(&sb);
     kill(launcher, signal);
     // The agent got it and died of it; the launcher says so, the terminal is as before.
-    assert_eq!(
-        t.exit_code(),
-        128 + signal,
-        "signal {signal}, no_pty {no_pty}"
-    );
+    assert_eq!(t.exit_code(), 128 + signal, "signal {signal}, no_pty {no_pty}");
     let run = last_run(&sb);
     assert_eq!(run["state"], "finished", "signal {signal}: {run}");
     assert_eq!(run["signal"], signal, "signal {signal}: {run}");
@@ -124,15 +120,8 @@ fn the_signal_table_covers_every_catchable_signal() {
             // the terminal raw.
             if a == Action::Default {
                 assert!(
-                    [
-                        libc::SIGCHLD,
-                        libc::SIGCONT,
-                        libc::SIGWINCH,
-                        libc::SIGTSTP,
-                        libc::SIGTTIN,
-                        libc::SIGTTOU
-                    ]
-                    .contains(&s),
+                    [libc::SIGCHLD, libc::SIGCONT, libc::SIGWINCH, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU]
+                        .contains(&s),
                     "signal {s} would kill the launcher (pty {pty})"
                 );
             }
@@ -227,9 +216,7 @@ fn sigtstp_to_a_pty_launcher_suspends_the_run_cleanly() {
     assert!(state.contains("alternate_on=0"), "{state}");
     assert!(state.contains("keypad_cursor_flag=0"), "{state}");
     kill(launcher, libc::SIGCONT);
-    wait_for("the launcher to go on", || {
-        (!stopped(launcher)).then_some(())
-    });
+    wait_for("the launcher to go on", || (!stopped(launcher)).then_some(()));
     t.keys(&["ON", "Enter"]);
     assert_eq!(t.exit_code(), 6);
     // It answered on its alternate screen, which is gone now: the capture has it.
@@ -388,10 +375,7 @@ fn each_stream_that_is_not_a_terminal_reaches_its_destination() {
         };
         let without = outcome(false);
         let with = outcome(true);
-        assert_eq!(
-            with, without,
-            "with `{redirect}`: with pas-agent, then without"
-        );
+        assert_eq!(with, without, "with `{redirect}`: with pas-agent, then without");
     }
 }
 
@@ -409,21 +393,14 @@ fn a_missing_interpreter_is_127_on_every_path_as_in_the_shells() {
         .status()
         .unwrap();
     // bash 5.2 (and dash, zsh, fish) give 127: the interpreter was not found.
-    assert_eq!(
-        bash.code(),
-        Some(127),
-        "bash's own code for a bad interpreter"
-    );
+    assert_eq!(bash.code(), Some(127), "bash's own code for a bad interpreter");
 
     let err = sb.fails(&["run", "--no-pty", "--", "badinterp"], 127);
     assert!(err.contains("bad interpreter /nonexistent/interp"), "{err}");
     let t = Tmux::start(&sb, &["run", "--", "badinterp"], 80, 24);
     assert_eq!(t.exit_code(), 127);
     t.wait_screen("bad interpreter");
-    assert!(
-        runs(&sb).is_empty(),
-        "a program that did not start is not recorded"
-    );
+    assert!(runs(&sb).is_empty(), "a program that did not start is not recorded");
 }
 
 #[test]
@@ -483,10 +460,7 @@ fn a_signal_before_the_agent_started_is_not_recorded_as_a_run() {
     let held = sb.tmp.path().join("held");
     let mut holder = std::process::Command::new("flock")
         .arg(state.join("runs.lock"))
-        .args([
-            "-c",
-            &format!("touch {}; sleep 60", sh_quote(&held.to_string_lossy())),
-        ])
+        .args(["-c", &format!("touch {}; sleep 60", sh_quote(&held.to_string_lossy()))])
         .spawn()
         .expect("flock");
     wait_for("the lock to be held", || held.exists().then_some(()));

@@ -244,16 +244,10 @@ impl Tmux {
         let before = read(&self.exit_file.with_extension("before"));
         let after = read(&self.exit_file.with_extension("after"));
         assert!(!before.trim().is_empty(), "stty -g printed nothing");
-        assert_eq!(
-            before, after,
-            "pas-agent left the terminal's settings changed"
-        );
+        assert_eq!(before, after, "pas-agent left the terminal's settings changed");
         self.wait_screen(DONE_MARKER);
         let state_before = read(&self.exit_file.with_extension("state"));
-        assert!(
-            !state_before.trim().is_empty(),
-            "tmux display printed nothing"
-        );
+        assert!(!state_before.trim().is_empty(), "tmux display printed nothing");
         let state_after = self.pane_state();
         let before = normal_state(&state_before);
         let after = normal_state(&state_after);
@@ -263,13 +257,9 @@ impl Tmux {
             .filter(|(b, a)| b != a)
             .map(|(b, a)| format!("{b} became {a}"))
             .collect();
-        assert!(
-            diff.is_empty(),
-            "pas-agent left the terminal changed: {diff:?}\n{}",
-            self.screen()
-        );
-        let rendered =
-            String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-e"]).stdout).into_owned();
+        assert!(diff.is_empty(), "pas-agent left the terminal changed: {diff:?}\n{}", self.screen());
+        let rendered = String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-e"]).stdout)
+            .into_owned();
         let line = rendered
             .lines()
             .find(|l| l.contains("PAS-AFTER"))

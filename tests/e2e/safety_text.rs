@@ -762,10 +762,7 @@ fn real_codex_sees_the_block_of_a_long_agents_md() {
     let mock = Mock::start();
     sb.env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
     // 39,200 bytes of the user's own rules: past Codex's 32 KiB `project_doc_max_bytes`.
-    let mine = format!(
-        "# Rules\n\n{}",
-        "rule line of forty bytes, more or less.\n".repeat(980)
-    );
+    let mine = format!("# Rules\n\n{}", "rule line of forty bytes, more or less.\n".repeat(980));
     sb.write("AGENTS.md", &mine);
     let provider = format!(
         "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",wire_api=\"responses\",env_key=\"OPENAI_API_KEY\"}}",
