@@ -77,9 +77,9 @@ fn install() -> Result<i32> {
     let wrote_config = teams::ensure_config(&repo.top)?;
     let mut out = String::new();
     out.push_str(if wrote_attr {
-        "Added the merge-driver line to .gitattributes (commit it, so that clones use the driver).\n"
+        "Added the merge-driver line to .pas-agent/.gitattributes (commit it with the session, so that clones use the driver).\n"
     } else {
-        ".gitattributes already names the merge driver.\n"
+        "A .gitattributes file already names the merge driver.\n"
     });
     out.push_str(if wrote_config {
         "Defined the pas-agent merge driver in this repository's git config.\n"

@@ -18,6 +18,8 @@ mod update;
 
 use std::path::PathBuf;
 
+pub use prompt::stamp_dir;
+
 use crate::cli::Command;
 use crate::error::{Error, Result};
 use crate::git::{self, Detail, Repo, WorkTree};

@@ -65,7 +65,29 @@ pub fn run(args: PruneArgs) -> Result<i32> {
     } else {
         project.modify(|s| Ok(prune_lists(s, args.keep)))?
     };
+    // Lists moved to the history file go the same way.
+    let keep: std::collections::HashSet<uuid::Uuid> = {
+        let full = project.load()?;
+        let n = full.checkpoints.len();
+        full.checkpoints[n.saturating_sub(args.keep)..]
+            .iter()
+            .map(|c| c.id)
+            .collect()
+    };
+    let (lines, history_bytes) = crate::session::history::retain(&project, &keep, args.dry_run)?;
     let mut out = String::new();
+    if lines > 0 {
+        let _ = writeln!(
+            out,
+            "{} {lines} older file lists from .pas-agent/history.jsonl ({} KB before).",
+            if args.dry_run {
+                "Would drop"
+            } else {
+                "Dropped"
+            },
+            history_bytes / 1024
+        );
+    }
     let verb = if args.dry_run {
         "Would drop"
     } else {

@@ -146,6 +146,13 @@ struct RunsOnly {
 /// the whole session (and reporting what is wrong with it) is left to the full load; anything
 /// unreadable here says "maybe".
 fn may_have_dead_runs(project: &Project) -> bool {
+    // A summary that matches the file holds every running run: no need to read the file.
+    if let Some(summary) = crate::session::summary::fresh(project) {
+        return summary.session.runs.iter().any(|r| {
+            r.state == RunState::Running
+                && liveness(r.launcher_pid, r.launcher_started.as_deref()) == Liveness::Dead
+        });
+    }
     let Ok(Some(bytes)) = crate::fsutil::read_limited(
         &project.session_path(),
         crate::session::store::MAX_SESSION_BYTES,

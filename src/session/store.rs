@@ -213,6 +213,7 @@ impl Project {
         let _guard = lock::acquire_within(&self.state_dir(), limit)?;
         let mut session = self.load_for_change()?;
         let out = change(&mut session)?;
+        super::history::move_out(self, &mut session)?;
         self.save(&session)?;
         Ok(out)
     }
@@ -260,8 +261,10 @@ impl Project {
         let guard = WriteGuard::new(&self.root).map_err(|e| Error::io(&self.root, e))?;
         guard
             .write(&path, &bytes, Named::ByUs, Links::Replace)
-            .map(drop)
-            .map_err(|e| Error::write(&path, e))
+            .map_err(|e| Error::write(&path, e))?;
+        // Still under the lock: the file's identity is the one just written.
+        super::summary::store(self, session);
+        Ok(())
     }
 }
 

@@ -16,8 +16,12 @@ use crate::fsutil::{self, Links, Named, WriteGuard};
 
 /// The merge driver's name in `.gitattributes` and git config.
 pub const DRIVER: &str = "pas-agent";
-/// The `.gitattributes` line `init` adds.
-pub const ATTRIBUTE_LINE: &str = "/.pas-agent/session.json merge=pas-agent";
+/// The line `init` writes into `.pas-agent/.gitattributes` (git reads attributes files in
+/// subdirectories too, with paths relative to them): committed with the session, outside the
+/// files pas-agent records as changed.
+pub const ATTRIBUTE_LINE: &str = "/session.json merge=pas-agent";
+/// The line that merges `.pas-agent/history.jsonl` with git's built-in `union` driver.
+pub const HISTORY_ATTRIBUTE_LINE: &str = "/history.jsonl merge=union";
 /// Largest `.gitattributes` or git config read here (1 MiB); a larger one is left alone.
 const MAX_READ: u64 = 1024 * 1024;
 
@@ -28,10 +32,15 @@ fn read_small(path: &Path) -> Option<String> {
     }
 }
 
-/// Whether `<root>/.gitattributes` asks for the driver (`merge=pas-agent` on a line naming
-/// `session.json`). One small read; no git.
+/// Whether `.pas-agent/.gitattributes` (or the root's `.gitattributes`) asks for the driver
+/// (`merge=pas-agent` on a line naming `session.json`). One or two small reads; no git.
 pub fn attributes_name_driver(root: &Path) -> bool {
-    read_small(&root.join(".gitattributes")).is_some_and(|text| names_driver(&text))
+    [
+        root.join(super::store::STATE_DIR).join(".gitattributes"),
+        root.join(".gitattributes"),
+    ]
+    .iter()
+    .any(|p| read_small(p).is_some_and(|text| names_driver(&text)))
 }
 
 fn names_driver(text: &str) -> bool {
@@ -43,16 +52,16 @@ fn names_driver(text: &str) -> bool {
     })
 }
 
-/// Adds [`ATTRIBUTE_LINE`] to `<root>/.gitattributes` unless it already names the driver.
-/// Returns whether it wrote. Through the [`WriteGuard`] of `root`.
+/// Adds [`ATTRIBUTE_LINE`] to `<root>/.pas-agent/.gitattributes` unless an attributes file
+/// already names the driver. Returns whether it wrote. Through the [`WriteGuard`] of `root`.
 ///
 /// Errors: the file cannot be written (the guard's refusals included).
 pub fn ensure_attributes(root: &Path) -> Result<bool> {
-    let path = root.join(".gitattributes");
-    let old = read_small(&path);
-    if old.as_deref().is_some_and(names_driver) {
+    if attributes_name_driver(root) {
         return Ok(false);
     }
+    let path = root.join(super::store::STATE_DIR).join(".gitattributes");
+    let old = read_small(&path);
     let mut text = old.unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
@@ -61,6 +70,9 @@ pub fn ensure_attributes(root: &Path) -> Result<bool> {
         "# pas-agent: merge the committed session with its format-aware driver (docs/teams.md)\n",
     );
     text.push_str(ATTRIBUTE_LINE);
+    text.push('\n');
+    // The history log only grows by appends: git's own union merge joins two branches' logs.
+    text.push_str(HISTORY_ATTRIBUTE_LINE);
     text.push('\n');
     let guard = WriteGuard::new(root).map_err(|e| Error::io(root, e))?;
     guard
@@ -172,6 +184,7 @@ mod tests {
     #[test]
     fn attribute_lines() {
         assert!(names_driver("/.pas-agent/session.json merge=pas-agent\n"));
+        assert!(names_driver(ATTRIBUTE_LINE));
         assert!(names_driver(
             "x\n.pas-agent/session.json  text merge=pas-agent\n"
         ));

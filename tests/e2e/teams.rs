@@ -79,9 +79,11 @@ fn assert_union(sb: &Sandbox) {
 fn init_sets_up_attributes_and_repo_local_config() {
     let sb = Sandbox::with_session();
     assert!(
-        sb.read(".gitattributes")
-            .contains("/.pas-agent/session.json merge=pas-agent")
+        sb.read(".pas-agent/.gitattributes")
+            .contains("/session.json merge=pas-agent")
     );
+    // Nothing outside .pas-agent/: the work tree stays clean.
+    assert!(!sb.path(".gitattributes").exists());
     let driver = sb.git(&["config", "--local", "merge.pas-agent.driver"]);
     assert!(driver.contains("merge-driver %O %A %B %P"), "{driver}");
     assert!(
@@ -103,7 +105,9 @@ fn init_sets_up_attributes_and_repo_local_config() {
     // Idempotent.
     sb.ok(&["merge-driver", "--install"]);
     assert_eq!(
-        sb.read(".gitattributes").matches("merge=pas-agent").count(),
+        sb.read(".pas-agent/.gitattributes")
+            .matches("merge=pas-agent")
+            .count(),
         1
     );
 }
@@ -250,7 +254,8 @@ fn a_clone_gets_the_driver_on_its_first_command() {
 #[test]
 fn a_repository_cannot_choose_what_the_driver_runs() {
     let sb = Sandbox::with_session();
-    // The repository's own files name another command; only our binary is ever configured.
+    // The repository's own files only name the driver; only our binary is ever configured.
+    std::fs::remove_file(sb.path(".pas-agent/.gitattributes")).unwrap();
     sb.write(
         ".gitattributes",
         "/.pas-agent/session.json merge=pas-agent\n",
@@ -273,7 +278,7 @@ fn a_repository_cannot_choose_what_the_driver_runs() {
 #[test]
 fn without_the_driver_the_unmerged_session_is_reported_resolvable_and_does_not_block_agents() {
     let sb = Sandbox::with_session();
-    std::fs::remove_file(sb.path(".gitattributes")).unwrap();
+    std::fs::remove_file(sb.path(".pas-agent/.gitattributes")).unwrap();
     sb.git(&["config", "--local", "--remove-section", "merge.pas-agent"]);
     sb.ok(&["update", "--remaining", "base item"]);
     sb.git(&["add", "-A"]);
@@ -418,6 +423,12 @@ fn a_thousand_checkpoints_stay_small_on_a_ten_thousand_file_repository() {
         sb.ok(args);
     }
     sb.ok(&["update", "--remaining", "more"]);
+    // The first change moves the old lists out: session.json keeps the latest 20.
+    let moved = std::fs::metadata(sb.path(".pas-agent/session.json"))
+        .unwrap()
+        .len();
+    assert!(moved < 1024 * 1024, "{moved}");
+    assert!(sb.path(".pas-agent/history.jsonl").exists());
     sb.ok(&["checkpoint", "the 1001st"]);
     sb.ok(&["prune", "--keep", "10"]);
     let after = std::fs::metadata(sb.path(".pas-agent/session.json"))
@@ -454,9 +465,58 @@ fn prune_dry_run_changes_nothing_and_captures_age_out() {
     assert_eq!(s["checkpoints"][0]["files_changed"], serde_json::json!([]));
     assert_eq!(s["checkpoints"][0]["files_changed_total"], listed);
     assert_eq!(
-        s["checkpoints"][1]["files_changed"].as_array().unwrap().len(),
+        s["checkpoints"][1]["files_changed"]
+            .as_array()
+            .unwrap()
+            .len(),
         listed + 1
     );
     let bad = sb.run(&["prune", "--captures-older-than", "soon"]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn old_file_lists_move_to_the_history_file_and_show_reads_them_back() {
+    let sb = Sandbox::with_session();
+    for i in 0..25 {
+        sb.write(&format!("f{i:02}.txt"), "x\n");
+        sb.ok(&["checkpoint", &format!("cp {i}")]);
+    }
+    let s = sb.session();
+    let cps = s["checkpoints"].as_array().unwrap();
+    assert_eq!(cps.len(), 25);
+    // The oldest 5 keep their place, message and count; their lists are in history.jsonl.
+    assert_eq!(cps[0]["files_changed"], serde_json::json!([]));
+    assert_eq!(cps[0]["files_in_history"], true);
+    assert!(cps[0]["files_changed_total"].as_u64().unwrap() >= 1);
+    assert!(!cps[24]["files_changed"].as_array().unwrap().is_empty());
+    let history = sb.read(".pas-agent/history.jsonl");
+    assert_eq!(history.lines().count(), 5, "{history}");
+    let shown = sb.ok(&["show", "1"]);
+    assert!(shown.contains("f00.txt"), "{shown}");
+    let listed = sb.ok(&["list"]);
+    assert!(!listed.contains(" 0 files"), "{listed}");
+    // Committed and merged with git's union driver.
+    assert!(sb.read(".pas-agent/.gitattributes").contains("/history.jsonl merge=union"));
+    sb.ok(&["prune", "--keep", "3"]);
+    assert_eq!(sb.read(".pas-agent/history.jsonl").lines().count(), 0);
+    assert!(sb.ok(&["show", "1"]).contains("the list was pruned"));
+}
+
+#[test]
+fn readers_never_use_a_summary_of_another_version_of_the_file() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["update", "--next", "first step"]);
+    sb.git(&["add", "-A"]);
+    sb.git(&["commit", "-q", "-m", "one"]);
+    assert!(sb.ok(&["status"]).contains("first step"));
+    sb.ok(&["update", "--next", "second step"]);
+    assert!(sb.ok(&["status"]).contains("second step"));
+    // Git puts the committed version back: same path, other content.
+    sb.git(&["checkout", "--", ".pas-agent/session.json"]);
+    let status = sb.ok(&["status"]);
+    assert!(status.contains("first step"), "{status}");
+    assert!(!status.contains("second step"), "{status}");
+    let notice = sb.ok(&["prompt"]);
+    assert!(notice.contains("Build the thing"), "{notice}");
 }
