@@ -82,7 +82,7 @@ pub fn run(args: JsonArgs) -> Result<i32> {
         Detail::Files
     };
     let (repo, tree) = live(&project, detail);
-    let stale = stale::check(&session, tree.as_ref(), repo.as_ref());
+    let stale = stale::check(session, tree.as_ref(), repo.as_ref());
     let git = tree.as_ref().map(|t| t.git_ref());
     if args.json {
         print_json(&StatusJson {

@@ -497,7 +497,10 @@ fn old_file_lists_move_to_the_history_file_and_show_reads_them_back() {
     let listed = sb.ok(&["list"]);
     assert!(!listed.contains(" 0 files"), "{listed}");
     // Committed and merged with git's union driver.
-    assert!(sb.read(".pas-agent/.gitattributes").contains("/history.jsonl merge=union"));
+    assert!(
+        sb.read(".pas-agent/.gitattributes")
+            .contains("/history.jsonl merge=union")
+    );
     sb.ok(&["prune", "--keep", "3"]);
     assert_eq!(sb.read(".pas-agent/history.jsonl").lines().count(), 0);
     assert!(sb.ok(&["show", "1"]).contains("the list was pruned"));
