@@ -16,11 +16,13 @@ pub fn run(args: ShowArgs) -> Result<i32> {
     let (number, found) = ops::find_checkpoint(&session, &args.checkpoint)?;
     // A list moved to `.pas-agent/history.jsonl` is read back from there.
     let mut full = found.clone();
-    if full.files_changed.is_empty()
-        && full.extra.get(crate::session::history::MOVED_KEY) == Some(&true.into())
-        && let Some(files) = crate::session::history::files_of(&project, &full.id)
+    if full.extra.get(crate::session::history::MOVED_KEY) == Some(&true.into())
+        && let Some((files, snapshot)) = crate::session::history::moved_of(&project, &full.id)
     {
         full.files_changed = files;
+        if let Some(snapshot) = snapshot {
+            full.task_snapshot = snapshot;
+        }
         full.extra.remove(crate::session::history::MOVED_KEY);
     }
     let cp = &full;

@@ -1,12 +1,13 @@
 //! Old checkpoints' file lists, kept out of `session.json` in the append-only
 //! `.pas-agent/history.jsonl` (the design is in `super` (mod.rs)).
 //!
-//! `session.json` keeps every checkpoint (id, time, message, task snapshot, git), but only the
-//! latest [`RECENT`] keep their `files_changed` there. When a save would leave an older one
-//! with a list, the list is appended to `history.jsonl` as one line
-//! `{"checkpoint": "<id>", "files_changed": [...]}` and the checkpoint keeps
-//! `"files_changed": []`, `"files_changed_total": N` and `"files_in_history": true`. The
-//! original PAS-Agent reads such a checkpoint as one with no files (its fields default).
+//! `session.json` keeps every checkpoint (id, time, message, git), but only the latest
+//! [`RECENT`] keep their `files_changed` and `task_snapshot` there. When a save would leave an
+//! older one with either, they are appended to `history.jsonl` as one line
+//! `{"checkpoint": "<id>", "files_changed": [...], "task_snapshot": {...}}` and the checkpoint
+//! keeps `"files_changed": []`, `"task_snapshot": {}` (every field at its default),
+//! `"files_changed_total": N` and `"files_in_history": true`. The original PAS-Agent reads such
+//! a checkpoint as one with no files and an empty snapshot (it shows neither anyway).
 //! The log only grows by appends, so git's built-in `union` merge joins two branches' logs
 //! (`init` names it in `.pas-agent/.gitattributes`); a checkpoint id found twice is the same
 //! list, and the first line counts. `pas-agent show` reads a moved list back; `prune` drops
@@ -19,15 +20,17 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::bound::{TOTAL_KEY, total_of};
-use super::model::{FileState, Session};
+use super::model::{FileState, Session, TaskState};
 use super::store::Project;
 use crate::error::{Error, Result};
 use crate::fsutil::{self, Links, Named, WriteGuard};
 
 /// Name of the history file inside `.pas-agent/`.
 pub const HISTORY_FILE: &str = "history.jsonl";
-/// How many of the latest checkpoints keep their file lists in `session.json`.
-pub const RECENT: usize = 20;
+/// How many of the latest checkpoints keep their file lists and task snapshots in
+/// `session.json` (the stale check, the launcher's reuse of an unchanged checkpoint and the
+/// export read only the latest).
+pub const RECENT: usize = 5;
 /// Field of a checkpoint whose file list is in the history file.
 pub const MOVED_KEY: &str = "files_in_history";
 
@@ -35,6 +38,14 @@ pub const MOVED_KEY: &str = "files_in_history";
 struct Line {
     checkpoint: Uuid,
     files_changed: Vec<FileState>,
+    /// The checkpoint's task snapshot, when it was moved too (absent in lines that carry only
+    /// a file list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task_snapshot: Option<TaskState>,
+}
+
+fn movable(cp: &super::model::Checkpoint) -> bool {
+    !cp.files_changed.is_empty() || cp.task_snapshot != TaskState::default()
 }
 
 /// `<root>/.pas-agent/history.jsonl`.
@@ -53,17 +64,18 @@ pub fn move_out(project: &Project, session: &mut Session) -> Result<()> {
         return Ok(());
     }
     let old = &mut session.checkpoints[..n - RECENT];
-    if old.iter().all(|c| c.files_changed.is_empty()) {
+    if !old.iter().any(movable) {
         return Ok(());
     }
     let mut out = Vec::new();
     for cp in old.iter() {
-        if cp.files_changed.is_empty() {
+        if !movable(cp) {
             continue;
         }
         let line = Line {
             checkpoint: cp.id,
             files_changed: cp.files_changed.clone(),
+            task_snapshot: Some(cp.task_snapshot.clone()),
         };
         let json = serde_json::to_vec(&line)
             .map_err(|e| Error::io(path(project), std::io::Error::other(e.to_string())))?;
@@ -76,12 +88,15 @@ pub fn move_out(project: &Project, session: &mut Session) -> Result<()> {
         .append(&file, &out)
         .map_err(|e| Error::write(&file, e))?;
     for cp in old.iter_mut() {
-        if cp.files_changed.is_empty() {
+        if !movable(cp) {
             continue;
         }
-        let total = total_of(&cp.files_changed, &cp.extra);
-        cp.files_changed.clear();
-        cp.extra.insert(TOTAL_KEY.into(), total.into());
+        if !cp.files_changed.is_empty() {
+            let total = total_of(&cp.files_changed, &cp.extra);
+            cp.files_changed.clear();
+            cp.extra.insert(TOTAL_KEY.into(), total.into());
+        }
+        cp.task_snapshot = TaskState::default();
         cp.extra.insert(MOVED_KEY.into(), true.into());
     }
     Ok(())
@@ -92,15 +107,16 @@ fn read(project: &Project) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// The file list of checkpoint `id` from the history file, when it is there.
-pub fn files_of(project: &Project, id: &Uuid) -> Option<Vec<FileState>> {
+/// What the history file holds of checkpoint `id`: its file list and, when it was moved too,
+/// its task snapshot.
+pub fn moved_of(project: &Project, id: &Uuid) -> Option<(Vec<FileState>, Option<TaskState>)> {
     let text = read(project)?;
     let needle = id.to_string();
     text.lines()
         .filter(|l| l.contains(&needle))
         .filter_map(|l| serde_json::from_str::<Line>(l).ok())
         .find(|l| l.checkpoint == *id)
-        .map(|l| l.files_changed)
+        .map(|l| (l.files_changed, l.task_snapshot))
 }
 
 /// Keeps only the lines of checkpoints in `keep`; returns `(lines dropped, bytes before)`.

@@ -10,11 +10,11 @@
 //!    untracked directories into one `dir/` entry with a count and a combined fingerprint, and
 //!    is capped at 200 entries with the full count in `files_changed_total`. 100,000 untracked
 //!    files add one entry, not 14 MB.
-//! 2. **Old file lists out of the hot file** ([`history`]): only the latest 20 checkpoints keep
-//!    their file lists in `session.json`; older lists are appended to
-//!    `.pas-agent/history.jsonl`, one line per checkpoint. The checkpoints themselves (ids,
-//!    messages, task snapshots, git) stay, so the original still lists and numbers them all.
-//!    The file lists were ~90% of a long session's bytes; what is left grows by a few hundred
+//! 2. **Old checkpoints' bulk out of the hot file** ([`history`]): only the latest 5
+//!    checkpoints keep their file lists and task snapshots in `session.json`; older ones are
+//!    appended to `.pas-agent/history.jsonl`, one line per checkpoint. The checkpoints
+//!    themselves (ids, times, messages, git) stay, so the original still lists and numbers them
+//!    all (it never shows a snapshot or an old file list). What is left grows by about 350
 //!    bytes per checkpoint. The log is append-only JSON lines, which git's built-in `union`
 //!    merge joins. `prune` shrinks both.
 //! 3. **A summary for readers** ([`summary`]): every save also writes a small summary (the

@@ -485,15 +485,24 @@ fn old_file_lists_move_to_the_history_file_and_show_reads_them_back() {
     let s = sb.session();
     let cps = s["checkpoints"].as_array().unwrap();
     assert_eq!(cps.len(), 25);
-    // The oldest 5 keep their place, message and count; their lists are in history.jsonl.
+    // The oldest 20 keep their place, message and count; their lists and task snapshots are
+    // in history.jsonl.
     assert_eq!(cps[0]["files_changed"], serde_json::json!([]));
     assert_eq!(cps[0]["files_in_history"], true);
     assert!(cps[0]["files_changed_total"].as_u64().unwrap() >= 1);
     assert!(!cps[24]["files_changed"].as_array().unwrap().is_empty());
     let history = sb.read(".pas-agent/history.jsonl");
-    assert_eq!(history.lines().count(), 5, "{history}");
+    assert_eq!(history.lines().count(), 20, "{history}");
+    assert_eq!(
+        cps[0]["task_snapshot"],
+        serde_json::json!({
+            "description": "", "objective": "", "completed": [], "remaining": [],
+            "next_action": null, "blockers": [], "decisions": [], "constraints": [], "discoveries": []
+        })
+    );
     let shown = sb.ok(&["show", "1"]);
     assert!(shown.contains("f00.txt"), "{shown}");
+    assert!(shown.contains("Build the thing"), "{shown}");
     let listed = sb.ok(&["list"]);
     assert!(!listed.contains(" 0 files"), "{listed}");
     // Committed and merged with git's union driver.
