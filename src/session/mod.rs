@@ -14,7 +14,7 @@
 //!    checkpoints keep their file lists and task snapshots in `session.json`; older ones are
 //!    appended to `.pas-agent/history.jsonl`, one line per checkpoint. The checkpoints
 //!    themselves (ids, times, messages, git) stay, so the original still lists and numbers them
-//!    all (it never shows a snapshot or an old file list). What is left grows by about 350
+//!    all (it never shows a snapshot or an old file list). What is left grows by about 700
 //!    bytes per checkpoint. The log is append-only JSON lines, which git's built-in `union`
 //!    merge joins. `prune` shrinks both.
 //! 3. **A summary for readers** ([`summary`]): every save also writes a small summary (the
