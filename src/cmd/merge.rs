@@ -90,6 +90,25 @@ fn install() -> Result<i32> {
     Ok(0)
 }
 
+/// The common ancestor's version of the session file from git's index (stage 1 of an unmerged
+/// path), by `git cat-file`, which runs nothing the repository configures.
+fn index_base(project: &crate::session::Project) -> Option<Vec<u8>> {
+    let repo = crate::git::discover(&project.root).ok()??;
+    let rel = project.session_path();
+    let rel = rel
+        .strip_prefix(&repo.top)
+        .ok()?
+        .to_str()?
+        .replace('\\', "/");
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(&repo.top)
+        .args(["cat-file", "blob", &format!(":1:{rel}")])
+        .output()
+        .ok()?;
+    out.status.success().then_some(out.stdout)
+}
+
 /// `resolve`: merges the two sides of a `session.json` holding conflict markers and writes the
 /// result under the lock.
 ///
@@ -110,13 +129,18 @@ pub fn resolve() -> Result<i32> {
         crate::term::print("The session is not unmerged; there is nothing to resolve.\n")?;
         return Ok(0);
     };
-    let merged =
-        merge::merge_files(base.as_bytes(), ours.as_bytes(), theirs.as_bytes()).map_err(|why| {
-            Error::Damaged {
-                path: path.clone(),
-                problem: format!("the two sides of the conflict cannot be merged: {why}"),
-            }
-        })?;
+    // Without a base in the markers (git's default conflict style), the index still has it.
+    let base = if base.is_empty() {
+        index_base(&project).unwrap_or_default()
+    } else {
+        base.into_bytes()
+    };
+    let merged = merge::merge_files(&base, ours.as_bytes(), theirs.as_bytes()).map_err(|why| {
+        Error::Damaged {
+            path: path.clone(),
+            problem: format!("the two sides of the conflict cannot be merged: {why}"),
+        }
+    })?;
     let session = store::parse(&path, &merged)?;
     project.overwrite(&session)?;
     crate::term::print(

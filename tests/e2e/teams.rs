@@ -280,10 +280,17 @@ fn without_the_driver_the_unmerged_session_is_reported_resolvable_and_does_not_b
     let sb = Sandbox::with_session();
     std::fs::remove_file(sb.path(".pas-agent/.gitattributes")).unwrap();
     sb.git(&["config", "--local", "--remove-section", "merge.pas-agent"]);
-    sb.ok(&["update", "--remaining", "base item"]);
+    sb.ok(&[
+        "update",
+        "--remaining",
+        "base item",
+        "--remaining",
+        "dropped on feat",
+    ]);
     sb.git(&["add", "-A"]);
     sb.git(&["commit", "-q", "-m", "session"]);
     sb.git(&["checkout", "-q", "-b", "feat"]);
+    sb.ok(&["remove", "remaining", "2"]);
     sb.ok(&["update", "--remaining", "from feat"]);
     sb.git(&["commit", "-q", "-am", "feat"]);
     sb.git(&["checkout", "-q", "main"]);
@@ -319,6 +326,11 @@ fn without_the_driver_the_unmerged_session_is_reported_resolvable_and_does_not_b
     for want in ["base item", "from feat", "from main"] {
         assert!(remaining.contains(&want.to_string()), "{remaining:?}");
     }
+    // The base comes from git's index: what feat removed stays removed.
+    assert!(
+        !remaining.contains(&"dropped on feat".to_string()),
+        "{remaining:?}"
+    );
     sb.git(&["add", ".pas-agent/session.json"]);
     sb.git(&["commit", "-q", "--no-edit"]);
     sb.ok(&["status"]);
