@@ -431,10 +431,8 @@ pub fn finish(
         }
         match &session_note {
             Some(note) => {
-                run.extra.insert(
-                    SESSION_NOTE_KEY.into(),
-                    serde_json::Value::String(note.clone()),
-                );
+                run.extra
+                    .insert(SESSION_NOTE_KEY.into(), serde_json::Value::String(note.clone()));
             }
             None => {
                 run.extra.remove(SESSION_NOTE_KEY);
