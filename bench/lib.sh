@@ -5,7 +5,7 @@
 # directory, removed when the script exits.
 start_bench() {
   cargo build --release --locked -q
-  bin="$PWD/target/release/pas-agent"
+  bin="${CARGO_TARGET_DIR:-$PWD/target}/release/pas-agent"
   work=$(mktemp -d "${TMPDIR:-/tmp}/pas-agent-bench.XXXXXX")
   trap 'rm -rf "$work"' EXIT
 }

@@ -19,7 +19,7 @@ use crate::session::model::ListKind;
 coding agent to the next.\n\nThe record lives in .pas-agent/session.json at the project root. \
 `export` writes it into the file an agent reads at startup (CLAUDE.md, AGENTS.md, GEMINI.md), \
 and `run` launches an agent with a checkpoint and export before and a record of what it did after.",
-    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context file cannot be updated safely; `run` exits with the agent's own code."
+    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code."
 )]
 pub struct Cli {
     /// Run as if pas-agent was started in DIR (like `git -C`).
@@ -66,6 +66,66 @@ pub enum Command {
     /// Print a one-line summary of the session for a shell prompt (task, progress, stale mark,
     /// running agent); nothing outside a session. Exits 0 whatever state the session is in.
     Prompt(PromptArgs),
+    /// Merge an unmerged session.json (git conflict markers after a merge, rebase or
+    /// cherry-pick) into one session, as the merge driver would have (docs/teams.md).
+    Resolve,
+    /// Shrink the session: drop the file lists of all but the last N checkpoints and runs,
+    /// and delete old output captures (docs/teams.md).
+    Prune(PruneArgs),
+    /// The git merge driver for session.json (`merge-driver %O %A %B %P`, set up by `init`),
+    /// or `merge-driver --install` to set it up in this repository.
+    MergeDriver(MergeDriverArgs),
+}
+
+/// `prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Keep the file lists of the last N checkpoints (and of the last N runs).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub keep: usize,
+    /// Delete output captures of runs that started longer ago than this (`30d`, `12h`, `90m`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub captures_older_than: Option<std::time::Duration>,
+    /// Say what would be dropped, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `30d`, `12h`, `90m`, `45s`, `2w`.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n.parse().map_err(|_| {
+        format!("`{s}` is not a duration: write a number and a unit, like 30d, 12h or 90m")
+    })?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => {
+            return Err(format!(
+                "`{s}`: the unit must be one of s, m, h, d, w (like 30d)"
+            ));
+        }
+    };
+    n.checked_mul(secs)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| format!("`{s}` is too long"))
+}
+
+/// `merge-driver`.
+#[derive(Debug, Args)]
+pub struct MergeDriverArgs {
+    /// Set the driver up here: the `.gitattributes` line and the repo-local git config.
+    #[arg(long, conflicts_with = "files")]
+    pub install: bool,
+    /// `%O %A %B %P` as git passes them: the ancestor's, our and their versions (the result
+    /// is written over ours), and the path in the repository.
+    #[arg(value_name = "FILES", num_args = 3..=4, required_unless_present = "install")]
+    pub files: Vec<PathBuf>,
 }
 
 /// `init`.

@@ -22,6 +22,8 @@ pub mod exit {
     /// The export target cannot be updated safely (markers, permissions), or a write would
     /// leave the session root.
     pub const EXPORT_UNSAFE: i32 = 6;
+    /// `session.json` holds git conflict markers (unmerged); `pas-agent resolve` fixes it.
+    pub const UNMERGED: i32 = 7;
     /// `run`: the launcher itself failed before or after the agent ran.
     pub const LAUNCHER_FAILED: i32 = 125;
     /// `run`: the program was found but could not be executed.
@@ -124,6 +126,14 @@ pub enum Error {
     #[error("{0}")]
     Message(String),
 
+    /// The session file holds git conflict markers: a merge of branches that both changed the
+    /// session, without the merge driver. The file has not been touched.
+    #[error("{}: the session is unmerged (git left conflict markers in it after a merge, rebase or cherry-pick)\n  the file was left unchanged; `pas-agent resolve` merges both sides into one session, then `git add .pas-agent/session.json` (and `git merge --continue`, `git rebase --continue` or `git cherry-pick --continue`)\n  hint: `pas-agent merge-driver --install` sets up the merge driver that avoids this (docs/teams.md)", path.display())]
+    Unmerged {
+        /// The session file.
+        path: PathBuf,
+    },
+
     /// The project cannot be used as a session root (a bare repository, inside `.git`).
     #[error("{}: {problem}", path.display())]
     BadRoot {
@@ -165,6 +175,7 @@ impl Error {
             Error::NoSession { .. } => exit::NO_SESSION,
             Error::Locked { .. } => exit::LOCKED,
             Error::Damaged { .. } | Error::Unsupported { .. } => exit::DAMAGED,
+            Error::Unmerged { .. } => exit::UNMERGED,
             Error::ExportUnsafe { .. } | Error::Refused { .. } => exit::EXPORT_UNSAFE,
             Error::Usage(_) => exit::USAGE,
             Error::Launch { code, .. } => *code,

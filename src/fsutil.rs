@@ -328,6 +328,42 @@ impl WriteGuard {
         Ok((file, false))
     }
 
+    /// Appends `contents` to the file at `path` (created 0644 when missing), for an
+    /// append-only log (`.pas-agent/history.jsonl`): the path is checked as by
+    /// [`WriteGuard::check`], a link at the last component is refused, and the data is synced
+    /// before returning.
+    ///
+    /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`];
+    /// I/O errors.
+    pub fn append(&self, path: &Path, contents: &[u8]) -> Result<(), WriteError> {
+        use std::io::Write as _;
+        let real = self.check(path, Named::ByUs)?;
+        if let Ok(meta) = fs::symlink_metadata(&real)
+            && meta.file_type().is_symlink()
+        {
+            return Err(WriteError::Symlink {
+                path: path.to_path_buf(),
+                target: fs::read_link(&real).ok(),
+            });
+        }
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o644);
+            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+        let mut file = options.open(&real).map_err(|e| symlink_error(path, e))?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(WriteError::NotAFile(kind_of(&meta)));
+        }
+        file.write_all(contents)?;
+        file.sync_data()?;
+        Ok(())
+    }
+
     /// Replaces (or creates) the file at `path` with `contents` so that a crash at any instant
     /// leaves the old file or the new one, whole; through links that stay inside the root (the
     /// link survives and its target is written). Keeps the old file's mode, owner and group; a

@@ -29,6 +29,11 @@ pub const SESSION: Limit = Limit {
 /// command still writes nothing above [`SESSION`].
 pub const SESSION_RECOVERY_BYTES: u64 = 2 * SESSION.bytes;
 
+/// Size above which `status` warns that the session file is getting large (4 MiB): each
+/// change rewrites it, so a larger one makes every writing command slower, long before
+/// [`SESSION`] refuses it.
+pub const SESSION_WARN_BYTES: u64 = 4 * 1024 * 1024;
+
 /// An agent's context file (`CLAUDE.md`, `AGENTS.md`, …): 16 MiB.
 pub const CONTEXT_FILE: Limit = Limit {
     bytes: 16 * 1024 * 1024,

@@ -167,14 +167,16 @@ fn compare_tree(cp: &Checkpoint, now: &WorkTree, repo: Option<&Repo>, stale: &mu
         .iter()
         .map(|f| (f.path.as_str(), f))
         .collect();
-    for file in &now.files {
+    // The checkpoint's list was bounded when it was taken: compare like with like.
+    let now_files = crate::session::bound::bound(&now.files).0;
+    for file in &now_files {
         let old = before.get(file.path.as_str()).copied();
         if differs(file, old, cp, repo) {
             stale.changed.push(file.clone());
         }
     }
     let current: std::collections::HashSet<&str> =
-        now.files.iter().map(|f| f.path.as_str()).collect();
+        now_files.iter().map(|f| f.path.as_str()).collect();
     stale.resolved = cp
         .files_changed
         .iter()

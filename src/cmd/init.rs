@@ -59,6 +59,15 @@ pub fn run(args: InitArgs) -> Result<i32> {
     let mut session = ops::new_session(name, task, Utc::now());
     session.git = tree.as_ref().map(|t| t.git_ref());
     project.create(&session)?;
+    // A committed session merges with pas-agent's driver (docs/teams.md): the attribute that
+    // asks for it, committed with the session, and this clone's definition of it.
+    let mut setup = Vec::new();
+    if let Some(repo) = &repo
+        && let Err(e) = crate::session::teams::ensure_attributes(&repo.top)
+            .and_then(|_| crate::session::teams::ensure_config(&repo.top))
+    {
+        setup.push(format!("the session merge driver is not set up: {e}"));
+    }
 
     let mut out = String::new();
     let _ = writeln!(out, "Started a pas-agent session.");
@@ -74,12 +83,15 @@ pub fn run(args: InitArgs) -> Result<i32> {
     }
     let _ = writeln!(
         out,
-        "Tip: commit .pas-agent/ to carry the session across machines, or add it to .gitignore to keep it local."
+        "Tip: commit .pas-agent/ to carry the session across machines and merge it across branches (docs/teams.md), or add .pas-agent/ to .gitignore to keep it local."
     );
     let _ = writeln!(
         out,
         "Next: `pas-agent update --remaining \"<step>\"` to plan, `pas-agent run <agent>` to start an agent."
     );
     crate::term::print(&out)?;
+    for w in setup {
+        crate::term::warn(&w);
+    }
     Ok(0)
 }

@@ -76,7 +76,12 @@ pub fn run(args: JsonArgs) -> Result<i32> {
                 i + 1,
                 second(&c.timestamp),
                 clean_line(&c.message),
-                count(c.files_changed.len(), "file", "files")
+                count(
+                    usize::try_from(crate::session::bound::total_of(&c.files_changed, &c.extra))
+                        .unwrap_or(usize::MAX),
+                    "file",
+                    "files"
+                )
             );
             if let Some(git) = &c.git {
                 match &git.commit {

@@ -6,7 +6,9 @@ mod export;
 mod hook;
 mod init;
 mod list;
+mod merge;
 mod prompt;
+mod prune;
 mod remove;
 mod run;
 mod runs;
@@ -15,6 +17,8 @@ mod status;
 mod update;
 
 use std::path::PathBuf;
+
+pub use prompt::stamp_dir;
 
 use crate::cli::Command;
 use crate::error::{Error, Result};
@@ -30,6 +34,12 @@ pub fn dispatch(command: Command) -> Result<i32> {
     {
         crate::launch::reconcile::here(&dir);
     }
+    if sets_up_driver(&command)
+        && let Ok(dir) = cwd()
+        && let Some(found) = Project::find_opt(&dir)
+    {
+        crate::session::teams::ensure_if_named(&found.root);
+    }
     match command {
         Command::Init(a) => init::run(a),
         Command::Update(a) => update::run(a),
@@ -43,7 +53,20 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Runs(a) => runs::run(a),
         Command::Hook(a) => hook::run(a),
         Command::Prompt(a) => prompt::run(a),
+        Command::Resolve => merge::resolve(),
+        Command::Prune(a) => prune::run(a),
+        Command::MergeDriver(a) => merge::driver(a),
     }
+}
+
+/// Whether a command first sets up the session merge driver in a clone whose
+/// `.gitattributes` asks for it (docs/teams.md): every command that works on a session but the
+/// prompt (kept cheap) and the driver itself.
+fn sets_up_driver(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Prompt(_) | Command::Hook(_) | Command::MergeDriver(_) | Command::Init(_)
+    )
 }
 
 /// Whether a command first closes the records of runs whose launcher died (SPEC §5). Commands

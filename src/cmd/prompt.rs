@@ -57,14 +57,16 @@ fn output(args: &PromptArgs) -> Option<String> {
     // Times are taken before the reads: a write that lands after them makes the file newer
     // than the stamp, so the hook asks again rather than keep an old segment.
     let mut watched = vec![(session_path.clone(), mtime(&session_path))];
-    let loaded = project.load();
+    // The summary, not the whole file: the cost does not grow with the history.
+    let summary = crate::session::summary::load(&project);
+    let loaded = summary.as_ref().map(|s| &s.session);
     let mut head = None;
     // HEAD matters only for the stale mark, and that needs a checkpoint.
     // The files watched are git's own (HEAD, the branch's ref wherever the layout keeps it,
     // packed-refs, the reftable), read before HEAD is: whatever moves HEAD or the branch
     // touches one of them, so the hook's `-nt` test sees every move `prompt` would show.
     // A layout with a special file where git keeps HEAD or a ref is not read at all.
-    if let Ok(session) = &loaded
+    if let Ok(session) = loaded
         && !session.checkpoints.is_empty()
         && let Ok(Some(layout)) = git::layout::find(&project.root)
     {
@@ -76,7 +78,7 @@ fn output(args: &PromptArgs) -> Option<String> {
             head = repo.head().ok();
         }
     }
-    let (segment, notice) = match &loaded {
+    let (segment, notice) = match loaded {
         Ok(session) => {
             let stale = is_stale(session, head.as_ref());
             (
@@ -84,6 +86,10 @@ fn output(args: &PromptArgs) -> Option<String> {
                 notice(session, stale),
             )
         }
+        Err(e @ Error::Unmerged { .. }) => (
+            marker(e).to_string(),
+            "pas-agent: the session has unresolved git merge conflicts; `pas-agent resolve` merges both sides (agents still start, without a record)".to_string(),
+        ),
         Err(e) => (
             marker(e).to_string(),
             format!(
@@ -122,6 +128,7 @@ fn output(args: &PromptArgs) -> Option<String> {
 fn marker(e: &Error) -> &'static str {
     match e {
         Error::Damaged { .. } => "session damaged",
+        Error::Unmerged { .. } => "session unmerged",
         Error::Unsupported { .. } => "session from a newer pas-agent",
         _ => "session unreadable",
     }

@@ -248,7 +248,20 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         capture: capture.as_ref().map(|_| capture::paths(&run_id).0),
         agent_session_id: resumed.clone(),
     };
-    let started = record::before(&project, &plan)?;
+    let started = match record::before(&project, &plan) {
+        Ok(started) => started,
+        // A session left unmerged by git is no reason to keep the user from their agent: it
+        // starts without a record, and the user is told how to resolve the session.
+        Err(e @ Error::Unmerged { .. }) => {
+            warn(&format!(
+                "{e}\n  the agent starts without a run record, checkpoint or export"
+            ));
+            drop(capture);
+            let ran = plain::run(&program.path, &program.name, &agent_args, &[], &cwd, &watch)?;
+            return Ok(ran.exit.launcher_code());
+        }
+        Err(e) => return Err(e),
+    };
     match &started.export {
         Some(Ok(report)) => {
             let written = report.via_import.as_ref().unwrap_or(&report.target.path);

@@ -13,7 +13,19 @@ use crate::term::{clean, clean_line};
 pub fn run(args: ShowArgs) -> Result<i32> {
     let project = project()?;
     let session = project.load()?;
-    let (number, cp) = ops::find_checkpoint(&session, &args.checkpoint)?;
+    let (number, found) = ops::find_checkpoint(&session, &args.checkpoint)?;
+    // A list moved to `.pas-agent/history.jsonl` is read back from there.
+    let mut full = found.clone();
+    if full.extra.get(crate::session::history::MOVED_KEY) == Some(&true.into())
+        && let Some((files, snapshot)) = crate::session::history::moved_of(&project, &full.id)
+    {
+        full.files_changed = files;
+        if let Some(snapshot) = snapshot {
+            full.task_snapshot = snapshot;
+        }
+        full.extra.remove(crate::session::history::MOVED_KEY);
+    }
+    let cp = &full;
     if args.json {
         print_json(&Numbered {
             number,
@@ -31,13 +43,28 @@ pub fn run(args: ShowArgs) -> Result<i32> {
     out.push('\n');
     task_head(&cp.task_snapshot, &mut out);
     task_lists(&cp.task_snapshot, &mut out);
-    if cp.files_changed.is_empty() {
+    let total = crate::session::bound::total_of(&cp.files_changed, &cp.extra);
+    if total == 0 {
         out.push_str("\nNo changed files recorded.\n");
+    } else if cp.files_changed.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} changed (the list was pruned)",
+            count(
+                usize::try_from(total).unwrap_or(usize::MAX),
+                "file",
+                "files"
+            )
+        );
     } else {
         let _ = writeln!(
             out,
             "\n{} changed:",
-            count(cp.files_changed.len(), "file", "files")
+            count(
+                usize::try_from(total).unwrap_or(usize::MAX),
+                "file",
+                "files"
+            )
         );
         for f in &cp.files_changed {
             let _ = writeln!(

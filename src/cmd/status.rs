@@ -62,20 +62,33 @@ impl From<&Stale> for StaleJson {
 
 pub fn run(args: JsonArgs) -> Result<i32> {
     let project = project()?;
-    let session = project.load()?;
+    // Text needs only the task, the latest checkpoint and the runs: the summary has them, at
+    // a cost that does not grow with the history. JSON prints the whole session.
+    let (summary, full);
+    let (session, checkpoint_count, run_count) = if args.json {
+        full = project.load()?;
+        (&full, full.checkpoints.len(), full.runs.len())
+    } else {
+        summary = crate::session::summary::load(&project)?;
+        (
+            &summary.session,
+            summary.checkpoint_count,
+            summary.run_count,
+        )
+    };
     let detail = if session.checkpoints.is_empty() {
         Detail::Dirty
     } else {
         Detail::Files
     };
     let (repo, tree) = live(&project, detail);
-    let stale = stale::check(&session, tree.as_ref(), repo.as_ref());
+    let stale = stale::check(session, tree.as_ref(), repo.as_ref());
     let git = tree.as_ref().map(|t| t.git_ref());
     if args.json {
         print_json(&StatusJson {
             root: project.root.to_string_lossy().into_owned(),
             session_file: project.session_path().to_string_lossy().into_owned(),
-            session: &session,
+            session,
             git,
             stale: stale.as_ref().map(StaleJson::from),
         })?;
@@ -105,7 +118,7 @@ pub fn run(args: JsonArgs) -> Result<i32> {
             let _ = writeln!(
                 out,
                 "Checkpoints: {} (latest {} — {})",
-                session.checkpoints.len(),
+                checkpoint_count,
                 minute(&last.timestamp),
                 clean_line(&last.message)
             );
@@ -120,7 +133,7 @@ pub fn run(args: JsonArgs) -> Result<i32> {
     {
         let mut line = format!(
             "Runs:     {} (latest finished: {} {}",
-            session.runs.len(),
+            run_count,
             clean_line(&last.agent),
             ago(&last.started_at, &now)
         );
@@ -150,6 +163,18 @@ pub fn run(args: JsonArgs) -> Result<i32> {
             clean_line(&live_run.agent),
             minute(&live_run.started_at),
             live_run.launcher_pid.map_or("?".into(), |p| p.to_string())
+        );
+    }
+    if let Some(size) = std::fs::metadata(project.session_path())
+        .ok()
+        .map(|m| m.len())
+        .filter(|&n| n > crate::limits::SESSION_WARN_BYTES)
+    {
+        let _ = writeln!(
+            out,
+            "\n⚠ session.json is {} KB: every change rewrites it, and at {} it is refused; `pas-agent prune` drops the file lists of old checkpoints (docs/teams.md)",
+            size / 1024,
+            crate::limits::human(crate::limits::SESSION.bytes)
         );
     }
     if let Some(stale) = &stale {

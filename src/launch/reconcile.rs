@@ -82,6 +82,7 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
             run.head_after = outcome.head_after.clone();
             run.commits = outcome.commits.clone();
             run.files_changed = outcome.files_changed.clone();
+            crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
             run.baseline = None;
             run.extra.insert(
                 "reconciled_at".into(),
@@ -145,6 +146,13 @@ struct RunsOnly {
 /// the whole session (and reporting what is wrong with it) is left to the full load; anything
 /// unreadable here says "maybe".
 fn may_have_dead_runs(project: &Project) -> bool {
+    // A summary that matches the file holds every running run: no need to read the file.
+    if let Some(summary) = crate::session::summary::fresh(project) {
+        return summary.session.runs.iter().any(|r| {
+            r.state == RunState::Running
+                && liveness(r.launcher_pid, r.launcher_started.as_deref()) == Liveness::Dead
+        });
+    }
     let Ok(Some(bytes)) = crate::fsutil::read_limited(
         &project.session_path(),
         crate::session::store::MAX_SESSION_BYTES,
@@ -171,6 +179,7 @@ pub fn here(cwd: &std::path::Path) {
         // The command itself loads the session next and reports these, once.
         Err(
             Error::Damaged { .. }
+            | Error::Unmerged { .. }
             | Error::Unsupported { .. }
             | Error::NoSession { .. }
             | Error::Locked { .. },

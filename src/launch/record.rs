@@ -439,6 +439,7 @@ pub fn finish(
         run.head_after = head_after.clone();
         run.commits = commits.clone();
         run.files_changed = files_changed.clone();
+        crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
         run.checkpoint_after = checkpoint_after.flatten();
         if session_id.is_some() {
             run.agent_session_id = session_id;

@@ -1,10 +1,52 @@
 //! The session: its data model, the store on disk, the lock, and the changes commands make.
+//!
+//! # How a session is stored and read (issues 9 and 10, designed together)
+//!
+//! `.pas-agent/session.json` stays the one portable record, schema version 1, loadable by
+//! the original PAS-Agent 0.2.x and pas-agent 0.3.0 (every field they know, in their order,
+//! unknown fields kept). Four things keep it small, cheap to read and mergeable:
+//!
+//! 1. **Bounded file lists** ([`bound`]): a checkpoint's or run's `files_changed` collapses
+//!    untracked directories into one `dir/` entry with a count and a combined fingerprint, and
+//!    is capped at 200 entries with the full count in `files_changed_total`. 100,000 untracked
+//!    files add one entry, not 14 MB.
+//! 2. **Old checkpoints' bulk out of the hot file** ([`history`]): only the latest 5
+//!    checkpoints keep their file lists and task snapshots in `session.json`; older ones are
+//!    appended to `.pas-agent/history.jsonl`, one line per checkpoint. The checkpoints
+//!    themselves (ids, times, messages, git) stay, so the original still lists and numbers them
+//!    all (it never shows a snapshot or an old file list). What is left grows by about 700
+//!    bytes per checkpoint. The log is append-only JSON lines, which git's built-in `union`
+//!    merge joins. `prune` shrinks both.
+//! 3. **A summary for readers** ([`summary`]): every save also writes a small summary (the
+//!    session with only its latest checkpoint and its live runs, plus counts) outside the work
+//!    tree, keyed by the session file's path and stamped with its `stat` identity. The prompt,
+//!    text `status` and the reconcile check read the summary when the identity matches, so
+//!    their cost does not depend on the history at all; anything that replaced the file (git,
+//!    an older pas-agent, an editor) changes the identity and the file is read in full (and
+//!    the summary rewritten). Writers (`update`, `checkpoint`, `run`) still parse and rewrite
+//!    `session.json`, whose size (2) keeps small.
+//! 4. **A merge driver** ([`merge`], [`teams`]): `.pas-agent/.gitattributes` (written by
+//!    `init`, committed with the session) asks for `merge=pas-agent`; the repo-local git config
+//!    defines it as this binary's `merge-driver`, set up by `init` and by any command in a clone
+//!    that lacks it. Without it, a conflicted file is [`crate::error::Error::Unmerged`]
+//!    (exit 7), never "damaged", and `pas-agent resolve` merges the two sides.
+//!
+//! Rejected: lazy parsing of old checkpoints (serde_json `RawValue`) still reads and rewrites
+//! every byte on each change, and a file whose checkpoints are copied rather than decoded
+//! escapes the exact-value checks ([`exact`]); a session split into many files breaks the
+//! original's reading of `session.json` as the whole record, and merges worse than one file
+//! with a driver.
 
+pub mod bound;
 pub mod exact;
+pub mod history;
 pub mod lock;
+pub mod merge;
 pub mod model;
 pub mod ops;
 pub mod store;
+pub mod summary;
+pub mod teams;
 
 pub use model::Session;
 pub use store::Project;

@@ -49,6 +49,24 @@ pub struct Session {
     pub extra: Extra,
 }
 
+impl Session {
+    /// A copy without the checkpoints and runs: cheap however long the history is.
+    pub fn clone_without_history(&self) -> Session {
+        Session {
+            schema_version: self.schema_version,
+            id: self.id,
+            project_name: self.project_name.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            task: self.task.clone(),
+            git: self.git.clone(),
+            checkpoints: Vec::new(),
+            runs: Vec::new(),
+            extra: self.extra.clone(),
+        }
+    }
+}
+
 fn one() -> u32 {
     1
 }

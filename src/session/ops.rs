@@ -206,7 +206,7 @@ pub fn add_checkpoint(
 ) -> usize {
     let git = tree.map(WorkTree::git_ref);
     set_git(session, git.clone());
-    session.checkpoints.push(Checkpoint {
+    let mut checkpoint = Checkpoint {
         id: Uuid::new_v4(),
         timestamp: now,
         message,
@@ -214,7 +214,9 @@ pub fn add_checkpoint(
         git,
         files_changed: tree.map(|t| t.files.clone()).unwrap_or_default(),
         extra: Default::default(),
-    });
+    };
+    super::bound::bound_into(&mut checkpoint.files_changed, &mut checkpoint.extra);
+    session.checkpoints.push(checkpoint);
     session.updated_at = now;
     session.checkpoints.len()
 }
@@ -234,7 +236,7 @@ pub fn auto_checkpoint(
     if let Some(last) = session.checkpoints.last()
         && last.task_snapshot == session.task
         && same_git(last.git.as_ref(), git.as_ref())
-        && last.files_changed == files
+        && last.files_changed == super::bound::bound(files).0
     {
         return Some(last.id);
     }

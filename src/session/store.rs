@@ -213,6 +213,7 @@ impl Project {
         let _guard = lock::acquire_within(&self.state_dir(), limit)?;
         let mut session = self.load_for_change()?;
         let out = change(&mut session)?;
+        super::history::move_out(self, &mut session)?;
         self.save(&session)?;
         Ok(out)
     }
@@ -235,6 +236,13 @@ impl Project {
         self.save(session)
     }
 
+    /// Replaces the session file with `session` under the lock, without reading what is there
+    /// first: for `resolve`, whose file holds conflict markers no load accepts.
+    pub fn overwrite(&self, session: &Session) -> Result<()> {
+        let _guard = self.lock()?;
+        self.save(session)
+    }
+
     /// Saves atomically. Callers hold the lock.
     ///
     /// Errors: [`Error::TooLarge`] (nothing written) when the file would be larger than
@@ -253,8 +261,10 @@ impl Project {
         let guard = WriteGuard::new(&self.root).map_err(|e| Error::io(&self.root, e))?;
         guard
             .write(&path, &bytes, Named::ByUs, Links::Replace)
-            .map(drop)
-            .map_err(|e| Error::write(&path, e))
+            .map_err(|e| Error::write(&path, e))?;
+        // Still under the lock: the file's identity is the one just written.
+        super::summary::store(self, session);
+        Ok(())
     }
 }
 
@@ -296,6 +306,13 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
     })?;
     if text.trim().is_empty() {
         return Err(damaged("the file is empty".into()));
+    }
+    if super::merge::is_conflicted(text)
+        && serde_json::from_str::<serde::de::IgnoredAny>(text).is_err()
+    {
+        return Err(Error::Unmerged {
+            path: path.to_path_buf(),
+        });
     }
     let unsupported = |found: u64| Error::Unsupported {
         path: path.to_path_buf(),

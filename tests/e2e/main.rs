@@ -21,3 +21,4 @@ mod safety_fs;
 mod safety_limits;
 mod safety_text;
 mod store;
+mod teams;

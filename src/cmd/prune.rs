@@ -1,0 +1,162 @@
+//! `pas-agent prune [--keep N] [--captures-older-than DURATION] [--dry-run]`: keeps a session
+//! small (docs/teams.md, "Pruning").
+//!
+//! The file lists of all but the last N checkpoints and the last N finished runs are dropped,
+//! their counts kept in `files_changed_total`; checkpoints and runs themselves stay (their
+//! ids, messages and task snapshots, which a merge needs and the original reads). Output
+//! captures of runs that started before the retention are deleted.
+
+use std::fmt::Write as _;
+
+use chrono::Utc;
+
+use crate::cli::PruneArgs;
+use crate::display::count;
+use crate::error::{Error, Result};
+use crate::session::Session;
+use crate::session::bound::{TOTAL_KEY, total_of};
+use crate::session::model::RunState;
+
+/// What a prune drops (or would drop).
+#[derive(Default)]
+struct Dropped {
+    checkpoints: usize,
+    runs: usize,
+    entries: usize,
+}
+
+fn prune_lists(s: &mut Session, keep: usize) -> Dropped {
+    let mut d = Dropped::default();
+    let n = s.checkpoints.len();
+    for cp in s.checkpoints.iter_mut().take(n.saturating_sub(keep)) {
+        if cp.files_changed.is_empty() {
+            continue;
+        }
+        let total = total_of(&cp.files_changed, &cp.extra);
+        d.checkpoints += 1;
+        d.entries += cp.files_changed.len();
+        cp.files_changed.clear();
+        cp.extra.insert(TOTAL_KEY.into(), total.into());
+    }
+    let finished: Vec<usize> = (0..s.runs.len())
+        .filter(|&i| s.runs[i].state != RunState::Running)
+        .collect();
+    for &i in finished.iter().take(finished.len().saturating_sub(keep)) {
+        let run = &mut s.runs[i];
+        if run.files_changed.is_empty() {
+            continue;
+        }
+        let total = total_of(&run.files_changed, &run.extra);
+        d.runs += 1;
+        d.entries += run.files_changed.len();
+        run.files_changed.clear();
+        run.extra.insert(TOTAL_KEY.into(), total.into());
+    }
+    d
+}
+
+pub fn run(args: PruneArgs) -> Result<i32> {
+    let project = super::project()?;
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let before = size(&project.session_path());
+    let dropped = if args.dry_run {
+        let mut s = project.load()?;
+        prune_lists(&mut s, args.keep)
+    } else {
+        project.modify(|s| Ok(prune_lists(s, args.keep)))?
+    };
+    // Lists moved to the history file go the same way.
+    let keep: std::collections::HashSet<uuid::Uuid> = {
+        let full = project.load()?;
+        let n = full.checkpoints.len();
+        full.checkpoints[n.saturating_sub(args.keep)..]
+            .iter()
+            .map(|c| c.id)
+            .collect()
+    };
+    let (lines, history_bytes) = crate::session::history::retain(&project, &keep, args.dry_run)?;
+    let mut out = String::new();
+    if lines > 0 {
+        let _ = writeln!(
+            out,
+            "{} {lines} older file lists from .pas-agent/history.jsonl ({} KB before).",
+            if args.dry_run {
+                "Would drop"
+            } else {
+                "Dropped"
+            },
+            history_bytes / 1024
+        );
+    }
+    let verb = if args.dry_run {
+        "Would drop"
+    } else {
+        "Dropped"
+    };
+    let _ = writeln!(
+        out,
+        "{verb} the file lists of {} and {} ({} entries), keeping the last {}.",
+        count(dropped.checkpoints, "checkpoint", "checkpoints"),
+        count(dropped.runs, "run", "runs"),
+        dropped.entries,
+        args.keep
+    );
+    if !args.dry_run {
+        let after = size(&project.session_path());
+        let _ = writeln!(
+            out,
+            "session.json: {} KB → {} KB.",
+            before / 1024,
+            after / 1024
+        );
+    }
+    if let Some(age) = args.captures_older_than {
+        let cutoff = Utc::now()
+            - chrono::Duration::from_std(age).map_err(|e| Error::Usage(e.to_string()))?;
+        let session = project.load()?;
+        let mut removed = 0usize;
+        let mut bytes = 0u64;
+        for r in session
+            .runs
+            .iter()
+            .filter(|r| r.state != RunState::Running && r.started_at < cutoff)
+        {
+            let dir = project
+                .root
+                .join(crate::launch::capture::RUNS_DIR)
+                .join(r.id.to_string());
+            // A real directory only: a link there is not followed, nor removed.
+            let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+                continue;
+            };
+            if !meta.is_dir() {
+                continue;
+            }
+            let size: u64 = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum();
+            if !args.dry_run {
+                std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            }
+            removed += 1;
+            bytes += size;
+        }
+        let verb = if args.dry_run {
+            "Would delete"
+        } else {
+            "Deleted"
+        };
+        let _ = writeln!(
+            out,
+            "{verb} the output captures of {} ({} KB).",
+            count(removed, "run", "runs"),
+            bytes / 1024
+        );
+    }
+    crate::term::print(&out)?;
+    Ok(0)
+}

@@ -1,0 +1,181 @@
+//! The session summary: a small copy of what the prompt and `status` show, kept beside the
+//! user's other pas-agent caches, so that their cost does not grow with the session's history
+//! (issue 10, item 2; the design is in `super` (mod.rs)).
+//!
+//! A summary is the session with its checkpoints cut to the latest one and its runs cut to
+//! those still running plus the latest other one, with the full counts, and the `stat`
+//! identity (size, modification time in nanoseconds, inode, device) of the `session.json` it
+//! was made from. It is written after every save ([`super::Project`]) and by a reader that had
+//! to load the whole file; a reader uses it only when `session.json`'s identity is the one
+//! recorded, so a file changed by anything else (git checkout, merge, an older pas-agent, a
+//! hand edit) is read in full. It lives in `$XDG_RUNTIME_DIR/pas-agent/summary/` (or the cache
+//! directory `stamp_dir` falls back to), named after a hash of the session file's path: never
+//! in the work tree, so it is never committed.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{RunState, Session};
+use super::store::Project;
+use crate::fsutil::{self, Links, Named, WriteGuard};
+
+/// Largest summary read or written (1 MiB); a session whose summary would be larger is
+/// always read in full.
+pub const MAX_SUMMARY_BYTES: u64 = 1024 * 1024;
+
+/// The `stat` identity of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// Size in bytes.
+    pub len: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: u128,
+    /// Inode number (0 where there is none).
+    pub ino: u64,
+    /// Device number (0 where there is none).
+    pub dev: u64,
+}
+
+impl Identity {
+    /// The identity of `path` (following links), or `None` when it cannot be read.
+    pub fn of(path: &Path) -> Option<Identity> {
+        let meta = std::fs::metadata(path).ok()?;
+        let mtime_ns = meta
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_nanos();
+        #[cfg(unix)]
+        let (ino, dev) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.ino(), meta.dev())
+        };
+        #[cfg(not(unix))]
+        let (ino, dev) = (0, 0);
+        Some(Identity {
+            len: meta.len(),
+            mtime_ns,
+            ino,
+            dev,
+        })
+    }
+}
+
+/// What the prompt and `status` need of a session.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    /// The `session.json` this summary was made from.
+    pub source: Identity,
+    /// How many checkpoints the session has.
+    pub checkpoint_count: usize,
+    /// How many runs the session has.
+    pub run_count: usize,
+    /// The session, with only the latest checkpoint and the runs described above.
+    pub session: Session,
+}
+
+impl Summary {
+    /// The summary of `session`, read from (or just written to) a file of identity `source`.
+    pub fn of(session: &Session, source: Identity) -> Summary {
+        let mut small = session.clone_without_history();
+        small.checkpoints = session.checkpoints.last().cloned().into_iter().collect();
+        let last_other = session
+            .runs
+            .iter()
+            .rposition(|r| r.state != RunState::Running);
+        small.runs = session
+            .runs
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| r.state == RunState::Running || Some(*i) == last_other)
+            .map(|(_, r)| r.clone())
+            .collect();
+        Summary {
+            source,
+            checkpoint_count: session.checkpoints.len(),
+            run_count: session.runs.len(),
+            session: small,
+        }
+    }
+}
+
+/// Where the summary of the session at `session_path` goes.
+fn path_for(session_path: &Path) -> Option<PathBuf> {
+    let dir = crate::cmd::stamp_dir()?.parent()?.join("summary");
+    let key = crate::fingerprint::hex(session_path.as_os_str().as_encoded_bytes());
+    Some(dir.join(format!("{key}.json")))
+}
+
+/// Writes the summary of `session`, just saved as `project`'s session file. Best effort: a
+/// summary that cannot be written only means the next reader loads the whole file.
+pub fn store(project: &Project, session: &Session) {
+    let session_path = project.session_path();
+    if let Some(source) = Identity::of(&session_path) {
+        write(&session_path, &Summary::of(session, source));
+    }
+}
+
+fn write(session_path: &Path, summary: &Summary) -> Option<()> {
+    let path = path_for(session_path)?;
+    let dir = path.parent()?;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).ok()?;
+    let bytes = serde_json::to_vec(summary).ok()?;
+    if bytes.len() as u64 > MAX_SUMMARY_BYTES {
+        let _ = std::fs::remove_file(&path);
+        return None;
+    }
+    // A cache, checked against the session file's identity before use: it needs no fsync
+    // (a torn or lost summary only means the next reader loads the whole file).
+    let guard = WriteGuard::new(dir).ok()?;
+    guard
+        .write_volatile(&path, &bytes, Named::ByUs, Links::Replace)
+        .ok()
+        .map(drop)
+}
+
+/// The summary of `project`'s session when one matches the file as it is now.
+pub fn fresh(project: &Project) -> Option<Summary> {
+    let session_path = project.session_path();
+    let now = Identity::of(&session_path)?;
+    let path = path_for(&session_path)?;
+    let bytes = fsutil::read_limited(&path, MAX_SUMMARY_BYTES).ok()??;
+    let summary: Summary = serde_json::from_slice(&bytes).ok()?;
+    (summary.source == now).then_some(summary)
+}
+
+/// The summary of `project`'s session: the stored one when it matches the file, else made from
+/// a full load (and stored for the next reader).
+///
+/// Errors: those of [`Project::load`].
+pub fn load(project: &Project) -> crate::error::Result<Summary> {
+    if let Some(s) = fresh(project) {
+        return Ok(s);
+    }
+    let session_path = project.session_path();
+    // The identity is taken before the read: if the file changes meanwhile, the summary
+    // records the older identity and is never used for the newer file.
+    let before = Identity::of(&session_path);
+    let session = project.load()?;
+    let summary = Summary::of(
+        &session,
+        before.unwrap_or(Identity {
+            len: 0,
+            mtime_ns: 0,
+            ino: 0,
+            dev: 0,
+        }),
+    );
+    if before.is_some() {
+        write(&session_path, &summary);
+    }
+    Ok(summary)
+}
