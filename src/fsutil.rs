@@ -837,13 +837,21 @@ fn sync_dir(_dir: &Path) {}
 /// link included), `Err(NotAFile(kind))` for anything but a regular file and
 /// `Err(TooLarge(size))` when it is larger than `limit`.
 pub fn read_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+    // What a link in a repository leads to is looked at before it is opened: opening a device
+    // can have effects of its own (a tape rewinds, a terminal becomes the controlling one).
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => return Err(ReadError::NotAFile(kind_of(&meta))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
     {
-        // A FIFO planted where a file should be must not block the open.
+        // A FIFO put there since the check must still not block the open, nor a terminal
+        // become ours.
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
     }
     let mut file = match options.open(path) {
         Ok(f) => f,
@@ -1114,6 +1122,30 @@ mod tests {
         assert!(!is_temp_name(".session.json.tmp"));
         assert!(!is_temp_name(".x.toolong1.tmp"));
         assert!(!is_temp_name("..abcdef.tmp"));
+    }
+
+    /// A device is named for what it is and never opened (a link in a repository may lead to
+    /// one); `/dev/tty` would otherwise become the controlling terminal or block.
+    #[cfg(unix)]
+    #[test]
+    fn read_limited_never_opens_a_device() {
+        for dev in ["/dev/null", "/dev/zero", "/dev/tty"] {
+            if Path::new(dev).exists() {
+                assert!(
+                    matches!(
+                        read_limited(Path::new(dev), 10),
+                        Err(ReadError::NotAFile(_))
+                    ),
+                    "{dev}"
+                );
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("CLAUDE.md")).unwrap();
+        assert!(matches!(
+            read_limited(&dir.path().join("CLAUDE.md"), 10),
+            Err(ReadError::NotAFile(_))
+        ));
     }
 
     #[test]

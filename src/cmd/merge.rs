@@ -15,7 +15,7 @@ fn read(path: &Path) -> std::result::Result<Vec<u8>, String> {
         Ok(Some(bytes)) => Ok(bytes),
         Ok(None) => Ok(Vec::new()),
         Err(ReadError::TooLarge(n)) => Err(crate::limits::SESSION.read_refusal(n)),
-        Err(e) => Err(format!("{}: {e:?}", path.display())),
+        Err(e) => Err(format!("{}: {e}", path.display())),
     }
 }
 
@@ -35,7 +35,7 @@ pub fn driver(args: MergeDriverArgs) -> Result<i32> {
     let is_session = args
         .files
         .get(3)
-        .is_none_or(|p| p.ends_with(".pas-agent/session.json") || p.ends_with("session.json"));
+        .is_none_or(|p| p.ends_with(".pas-agent/session.json"));
     if is_session {
         let merged = (|| {
             let bytes = merge::merge_files(&read(base)?, &read(ours)?, &read(theirs)?)?;

@@ -109,6 +109,10 @@ pub fn imported_files(file: &Path, root: &Path, pending: Option<&Path>) -> Vec<P
     let Ok(start) = file.canonicalize() else {
         return Vec::new();
     };
+    // A context file that leads out of the root (a committed link) is not read at all.
+    if !start.starts_with(&root) {
+        return Vec::new();
+    }
     let mut seen = BTreeSet::from([start.clone()]);
     let mut found = Vec::new();
     let mut level = vec![start];

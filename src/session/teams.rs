@@ -87,11 +87,9 @@ fn config_file(root: &Path) -> Option<PathBuf> {
     Some(layout.common_dir.join("config"))
 }
 
-/// Whether the repo-local config defines the driver (`[merge "pas-agent"]` with a `driver`).
-pub fn config_defines_driver(config: &Path) -> bool {
-    let Some(text) = read_small(config) else {
-        return false;
-    };
+/// The `driver` value of `[merge "pas-agent"]` in the repo-local config, as written there.
+fn configured_driver(config: &Path) -> Option<String> {
+    let text = read_small(config)?;
     let mut inside = false;
     for line in text.lines() {
         let l = line.trim();
@@ -99,15 +97,39 @@ pub fn config_defines_driver(config: &Path) -> bool {
             let section: String = l.chars().filter(|c| !c.is_whitespace()).collect();
             inside = section.eq_ignore_ascii_case("[merge\"pas-agent\"]");
         } else if inside
-            && l.split('=')
-                .next()
-                .is_some_and(|k| k.trim().eq_ignore_ascii_case("driver"))
+            && let Some((key, value)) = l.split_once('=')
+            && key.trim().eq_ignore_ascii_case("driver")
         {
-            return true;
+            return Some(value.trim().to_string());
         }
     }
-    false
+    None
 }
+
+/// Whether the repo-local config defines the driver (`[merge "pas-agent"]` with a `driver`)
+/// in a way that can run: a definition this program wrote whose binary is gone (moved,
+/// reinstalled elsewhere, deleted) does not count, because git would then leave the file
+/// unmerged without conflict markers, showing one side only. Any other definition is the
+/// user's and counts.
+pub fn config_defines_driver(config: &Path) -> bool {
+    configured_driver(config).is_some_and(|value| !own_driver_is_gone(&value))
+}
+
+/// Whether `value` is a definition [`ensure_config`] wrote (`'<path>' merge-driver %O %A %B
+/// %P`) whose `<path>` no longer names a file.
+fn own_driver_is_gone(value: &str) -> bool {
+    let value = value.trim_matches('"');
+    let Some(quoted) = value.strip_suffix(DRIVER_ARGS) else {
+        return false;
+    };
+    match quoted.strip_prefix('\'').and_then(|q| q.strip_suffix('\'')) {
+        Some(path) if !path.contains('\'') => !Path::new(path).is_file(),
+        _ => false,
+    }
+}
+
+/// What follows the binary's path in the driver's definition.
+const DRIVER_ARGS: &str = " merge-driver %O %A %B %P";
 
 /// `'<path>'` for `sh`, which git runs the driver through.
 fn sh_quote(s: &str) -> String {
@@ -115,7 +137,8 @@ fn sh_quote(s: &str) -> String {
 }
 
 /// Defines the driver in the repo-local config of the repository holding `root`, pointing at
-/// this binary, unless a definition is there already. Returns whether it wrote; `Ok(false)`
+/// this binary, unless a definition is there already (one this program wrote for a binary that
+/// is gone is replaced: see [`config_defines_driver`]). Returns whether it wrote; `Ok(false)`
 /// outside git too.
 ///
 /// Errors: this binary's path cannot be learned, or `git config` fails.
@@ -132,7 +155,7 @@ pub fn ensure_config(root: &Path) -> Result<bool> {
     let exe = exe.to_str().ok_or_else(|| {
         Error::Message("the path of pas-agent is not UTF-8; the merge driver was not set up".into())
     })?;
-    let driver = format!("{} merge-driver %O %A %B %P", sh_quote(exe));
+    let driver = format!("{}{DRIVER_ARGS}", sh_quote(exe));
     for (key, value) in [
         (
             "merge.pas-agent.name",

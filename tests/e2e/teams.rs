@@ -544,3 +544,36 @@ fn readers_never_use_a_summary_of_another_version_of_the_file() {
     let notice = sb.ok(&["prompt"]);
     assert!(notice.contains("Build the thing"), "{notice}");
 }
+
+/// A driver defined for a binary that is gone (moved, reinstalled elsewhere) would make git
+/// leave the session unmerged with one side only and no markers: the next command points the
+/// definition at the running binary again. A definition the user wrote is left alone.
+#[test]
+fn a_driver_whose_binary_is_gone_is_pointed_at_this_one_again() {
+    let sb = Sandbox::with_session();
+    let gone = sb.tmp.path().join("old-install/pas-agent");
+    let value = format!("'{}' merge-driver %O %A %B %P", gone.display());
+    sb.git(&["config", "--local", "merge.pas-agent.driver", &value]);
+    sb.ok(&["status"]);
+    let now = sb.git(&["config", "--local", "merge.pas-agent.driver"]);
+    assert!(!now.contains("old-install"), "{now}");
+    assert!(now.contains("merge-driver %O %A %B %P"), "{now}");
+    let exe = now.trim().trim_end_matches(" merge-driver %O %A %B %P");
+    assert!(
+        Path::new(exe.trim_matches('\'')).is_file(),
+        "the driver names no file: {now}"
+    );
+    // The user's own definition stays as it is.
+    sb.git(&[
+        "config",
+        "--local",
+        "merge.pas-agent.driver",
+        "my-merge %O %A %B",
+    ]);
+    sb.ok(&["status"]);
+    assert_eq!(
+        sb.git(&["config", "--local", "merge.pas-agent.driver"])
+            .trim(),
+        "my-merge %O %A %B"
+    );
+}
