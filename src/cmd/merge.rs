@@ -93,6 +93,12 @@ fn install() -> Result<i32> {
 /// The common ancestor's version of the session file from git's index (stage 1 of an unmerged
 /// path), by `git cat-file`, which runs nothing the repository configures.
 fn index_base(project: &crate::session::Project) -> Option<Vec<u8>> {
+    index_stage(project, 1)
+}
+
+/// Stage `n` of `session.json` in git's index (1 the common ancestor, 2 ours, 3 theirs), while
+/// a merge, rebase or cherry-pick has left it unmerged.
+fn index_stage(project: &crate::session::Project, n: u8) -> Option<Vec<u8>> {
     let repo = crate::git::discover(&project.root).ok()??;
     let rel = project.session_path();
     let rel = rel
@@ -103,7 +109,7 @@ fn index_base(project: &crate::session::Project) -> Option<Vec<u8>> {
     let out = Command::new("git")
         .arg("-C")
         .arg(&repo.top)
-        .args(["cat-file", "blob", &format!(":1:{rel}")])
+        .args(["cat-file", "blob", &format!(":{n}:{rel}")])
         .output()
         .ok()?;
     out.status.success().then_some(out.stdout)
@@ -123,23 +129,32 @@ pub fn resolve() -> Result<i32> {
         problem,
     })?;
     let text = String::from_utf8_lossy(&bytes);
-    let Some((base, ours, theirs)) = merge::split_conflict(&text) else {
-        // Not unmerged: say so when it loads, report why not otherwise.
-        project.load()?;
-        crate::term::print("The session is not unmerged; there is nothing to resolve.\n")?;
-        return Ok(0);
+    let (base, ours, theirs) = match merge::split_conflict(&text) {
+        // Without a base in the markers (git's default conflict style), the index still has it.
+        Some((base, ours, theirs)) => (
+            if base.is_empty() {
+                index_base(&project).unwrap_or_default()
+            } else {
+                base.into_bytes()
+            },
+            ours.into_bytes(),
+            theirs.into_bytes(),
+        ),
+        // No markers, but git's index still holds both sides: a merge driver that could not
+        // run (a binary that is gone) leaves the file as one side only.
+        None => match (index_stage(&project, 2), index_stage(&project, 3)) {
+            (Some(ours), Some(theirs)) => (index_base(&project).unwrap_or_default(), ours, theirs),
+            _ => {
+                // Not unmerged: say so when it loads, report why not otherwise.
+                project.load()?;
+                crate::term::print("The session is not unmerged; there is nothing to resolve.\n")?;
+                return Ok(0);
+            }
+        },
     };
-    // Without a base in the markers (git's default conflict style), the index still has it.
-    let base = if base.is_empty() {
-        index_base(&project).unwrap_or_default()
-    } else {
-        base.into_bytes()
-    };
-    let merged = merge::merge_files(&base, ours.as_bytes(), theirs.as_bytes()).map_err(|why| {
-        Error::Damaged {
-            path: path.clone(),
-            problem: format!("the two sides of the conflict cannot be merged: {why}"),
-        }
+    let merged = merge::merge_files(&base, &ours, &theirs).map_err(|why| Error::Damaged {
+        path: path.clone(),
+        problem: format!("the two sides of the conflict cannot be merged: {why}"),
     })?;
     let session = store::parse(&path, &merged)?;
     project.overwrite(&session)?;

@@ -184,11 +184,19 @@ pub fn ensure_config(root: &Path) -> Result<bool> {
     Ok(true)
 }
 
+/// Environment variable: `0` turns off the automatic set-up of the merge driver in clones
+/// ([`ensure_if_named`]); `pas-agent merge-driver --install` and `init` still set it up.
+pub const SETUP_ENV: &str = "PAS_AGENT_MERGE_DRIVER";
+
+fn setup_off() -> bool {
+    std::env::var_os(SETUP_ENV).is_some_and(|v| v == "0")
+}
+
 /// For every command but the prompt: when the repository's `.gitattributes` asks for the
 /// driver and the repo-local config lacks it (a fresh clone), define it. A note on stderr says
 /// so once; failures are warnings. Costs one small read when nothing is named.
 pub fn ensure_if_named(root: &Path) {
-    if !attributes_name_driver(root) {
+    if setup_off() || !attributes_name_driver(root) {
         return;
     }
     match ensure_config(root) {

@@ -563,6 +563,25 @@ fn a_driver_whose_binary_is_gone_is_pointed_at_this_one_again() {
         Path::new(exe.trim_matches('\'')).is_file(),
         "the driver names no file: {now}"
     );
+    // With the set-up turned off, nothing is written.
+    sb.git(&["config", "--local", "--remove-section", "merge.pas-agent"]);
+    let mut cmd = sb.cmd();
+    let out = cmd
+        .env("PAS_AGENT_MERGE_DRIVER", "0")
+        .arg("status")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        sb.git_cmd()
+            .args(["config", "--local", "merge.pas-agent.driver"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(1),
+        "the driver was defined although the set-up is off"
+    );
     // The user's own definition stays as it is.
     sb.git(&[
         "config",
@@ -576,4 +595,28 @@ fn a_driver_whose_binary_is_gone_is_pointed_at_this_one_again() {
             .trim(),
         "my-merge %O %A %B"
     );
+}
+
+/// A merge driver that cannot run (a user's definition that fails, a binary that is gone
+/// since) makes git leave `session.json` unmerged in the index but holding one side only, with
+/// no conflict markers. `resolve` merges the two sides from git's index all the same.
+#[test]
+fn resolve_merges_from_the_index_when_the_driver_could_not_run() {
+    let sb = diverged();
+    sb.git(&["config", "--local", "merge.pas-agent.driver", "false"]);
+    let out = sb
+        .git_cmd()
+        .args(["merge", "-q", "feat", "-m", "merge feat"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the failing driver made no conflict");
+    assert!(
+        !sb.read(".pas-agent/session.json").contains("<<<<<<<"),
+        "git wrote markers: this test needs the markerless case"
+    );
+    let said = sb.ok(&["resolve"]);
+    assert!(said.contains("Merged both sides"), "{said}");
+    sb.git(&["add", ".pas-agent/session.json"]);
+    sb.git(&["commit", "-q", "--no-edit"]);
+    assert_union(&sb);
 }
