@@ -353,11 +353,16 @@ pub struct HookArgs {
     pub shell: ShellArg,
 }
 
+/// The prompt segment's default width, in characters (`prompt --width`).
+pub const PROMPT_WIDTH: u16 = 32;
+/// The narrowest `prompt --width` accepted, in characters.
+pub const PROMPT_MIN_WIDTH: u16 = 8;
+
 /// `prompt`.
 #[derive(Debug, Args)]
 pub struct PromptArgs {
     /// Longest task text shown, in characters; longer text is cut with "…".
-    #[arg(long, value_name = "CHARS", default_value_t = 32, value_parser = clap::value_parser!(u16).range(8..))]
+    #[arg(long, value_name = "CHARS", default_value_t = PROMPT_WIDTH, value_parser = clap::value_parser!(u16).range(PROMPT_MIN_WIDTH as i64..))]
     pub width: u16,
     /// For the shell hooks: also print the notice line, a stamp file and the files to watch,
     /// one per line (docs/hooks.md). ID names the shell, usually its process id.
@@ -408,7 +413,7 @@ pub fn fast_prompt_args(args: &[std::ffi::OsString]) -> Option<PromptArgs> {
                 if !v.bytes().all(|b| b.is_ascii_digit()) {
                     return None;
                 }
-                width = Some(v.parse::<u16>().ok().filter(|w| *w >= 8)?);
+                width = Some(v.parse::<u16>().ok().filter(|w| *w >= PROMPT_MIN_WIDTH)?);
             }
             "--hook" if hook.is_none() => hook = Some(value()?.to_string()),
             "--notice" if !notice && inline.is_none() => notice = true,
@@ -420,7 +425,7 @@ pub fn fast_prompt_args(args: &[std::ffi::OsString]) -> Option<PromptArgs> {
         return None;
     }
     Some(PromptArgs {
-        width: width.unwrap_or(32),
+        width: width.unwrap_or(PROMPT_WIDTH),
         hook,
         notice,
     })

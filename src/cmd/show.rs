@@ -67,9 +67,19 @@ pub fn run(args: ShowArgs) -> Result<i32> {
             )
         );
         for f in &cp.files_changed {
+            // A collapsed directory (`dir/`, see `session::bound`) stands for many files.
+            let n = crate::session::bound::files_of(f);
+            let many = if n > 1 {
+                format!(
+                    ", {}",
+                    count(usize::try_from(n).unwrap_or(usize::MAX), "file", "files")
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "  {} ({})",
+                "  {} ({}{many})",
                 clean(&f.path),
                 clean(&f.status.describe())
             );

@@ -380,6 +380,12 @@ fn untracked_trees_add_kilobytes_per_checkpoint() {
         Some(Value::from(100_000)),
         "{last:#}"
     );
+    // `show` says how many files the collapsed entry stands for.
+    let shown = sb.ok(&["show", "5"]);
+    assert!(
+        shown.contains("gen/ (") && shown.contains("100000 files)"),
+        "{shown}"
+    );
     // Every command still works, and an edit inside the collapsed tree is still seen.
     for args in [
         &["status"][..],
