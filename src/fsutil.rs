@@ -716,14 +716,21 @@ fn keep_owner(_tmp: &File, _old: &Metadata) -> Result<(), WriteError> {
     Ok(())
 }
 
+/// The owner and group that root gives what it creates in `dir`: the directory's, when
+/// someone else owns it (the user's next command must be able to replace the file).
+#[cfg(unix)]
+fn owner_for_new(dir: &Metadata) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    (is_root() && dir.uid() != 0).then(|| (dir.uid(), dir.gid()))
+}
+
 /// Root creating a file in a directory owned by someone else gives it to that owner.
 #[cfg(unix)]
 fn adopt_owner(file: &File, dir: &Metadata) -> io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    if is_root() && dir.uid() != 0 {
-        std::os::unix::fs::fchown(file, Some(dir.uid()), Some(dir.gid()))?;
+    match owner_for_new(dir) {
+        Some((uid, gid)) => std::os::unix::fs::fchown(file, Some(uid), Some(gid)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(not(unix))]
@@ -731,13 +738,13 @@ fn adopt_owner(_file: &File, _dir: &Metadata) -> io::Result<()> {
     Ok(())
 }
 
+/// [`adopt_owner`] for a directory just made, by its path (never following a link there).
 #[cfg(unix)]
 fn adopt_owner_path(path: &Path, dir: &Metadata) -> io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    if is_root() && dir.uid() != 0 {
-        std::os::unix::fs::lchown(path, Some(dir.uid()), Some(dir.gid()))?;
+    match owner_for_new(dir) {
+        Some((uid, gid)) => std::os::unix::fs::lchown(path, Some(uid), Some(gid)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(not(unix))]

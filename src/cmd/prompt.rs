@@ -74,7 +74,7 @@ fn output(args: &PromptArgs) -> Option<String> {
             let time = mtime(&file);
             watched.push((file, time));
         }
-        if let Ok(Some(repo)) = git::discover(&project.root) {
+        if let Ok(Some(repo)) = git::discover_checked(&project.root) {
             head = repo.head().ok();
         }
     }

@@ -137,6 +137,21 @@ pub fn discover(dir: &Path) -> Result<Option<Repo>> {
     if let Err(e) = layout::find(&dir) {
         return Err(Error::Message(format!("git: {e}")));
     }
+    discover_canonical(&dir)
+}
+
+/// [`discover`] for a directory whose layout [`layout::find`] has just accepted (the prompt
+/// reads the layout for its watch list first): the same answer without reading it again.
+///
+/// Errors: as [`discover`], but a special file where git keeps `HEAD` or a ref is not looked
+/// for again.
+pub fn discover_checked(dir: &Path) -> Result<Option<Repo>> {
+    let dir = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+    discover_canonical(&dir)
+}
+
+fn discover_canonical(dir: &Path) -> Result<Option<Repo>> {
+    let dir = dir.to_path_buf();
     let choice = choice();
     let found = if choice == Choice::Cli {
         cli::discover(&dir)
