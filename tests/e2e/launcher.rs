@@ -14,13 +14,18 @@ const SIGTERM: i32 = 15;
 
 /// A stand-in TUI: prints its window size at start and on every SIGWINCH, echoes lines, says
 /// when Ctrl-C reached it, exits 7 on `quit`.
+///
+/// bash installs its SIGWINCH handler with SA_RESTART, so a `read` without a timeout would
+/// run the WINCH trap only after the next whole line; `read -t 1` lets it run within a second,
+/// as a real TUI redraws at once. (The terminal is in canonical mode: a timeout never splits a
+/// typed line.)
 const TUI: &str = r#"
 trap 'echo "resized to $(stty size)"' WINCH
 trap 'echo "agent got SIGINT"' INT
 printf '\033[1;31mred\033[0m size %s\n' "$(stty size)"
 echo "ready"
 while :; do
-  if read -r line; then
+  if read -r -t 1 line; then
     echo "line: $line"
     [ "$line" = quit ] && exit 7
   fi
@@ -38,8 +43,10 @@ fn pty_gives_the_agent_the_window_size_resizes_keys_and_a_clean_capture() {
     t.wait_screen("ready");
     assert!(t.screen().contains("size 27 91"), "{}", t.screen());
     t.resize(120, 40);
-    t.keys(&["hello", "Enter"]);
+    // The resize travels tmux → launcher → pty → agent while keys take another path: wait for
+    // it to arrive before typing, so the two cannot overtake each other.
     t.wait_screen("resized to 40 120");
+    t.keys(&["hello", "Enter"]);
     let screen = t.wait_screen("line: hello");
     // Raw mode: the keys are echoed once, by the agent's terminal, not also by the user's.
     assert_eq!(screen.matches("hello").count(), 2, "{screen}");
