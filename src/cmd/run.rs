@@ -295,7 +295,10 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     let started_at = Utc::now();
     // A signal that came while the run was prepared (checkpoint, export, record) and that
     // would have gone to the agent: the user or the system asked to stop before it started.
+    // A fault signal (`kill -SEGV`) sent meanwhile counts the same.
     let stopped = watch.stop_requested();
+    #[cfg(unix)]
+    let stopped = stopped.or_else(signals::take_pending_fault);
     watch.started();
     // Without Unix signals nothing is flagged (`stopped` is `None`) and there is no pty.
     #[cfg(not(unix))]

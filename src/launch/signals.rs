@@ -199,9 +199,29 @@ pub fn stop_before_start(pty: bool) -> Vec<i32> {
 /// process group; 0 before the agent started.
 static AGENT_TARGET: AtomicI32 = AtomicI32::new(0);
 
-/// Tells the fault handler where the agent is (`target` as for [`send`]).
+/// A fault signal another process sent before the agent's pid was known (between the run
+/// record and the spawn's return): held here and forwarded by [`set_agent_target`], as the
+/// signals of the event stream wait in its queue.
+static PENDING_FAULT: AtomicI32 = AtomicI32::new(0);
+
+/// Takes the fault signal another process sent while the agent had not started yet, if any:
+/// like a flagged signal ([`Watch::stop_requested`]), it asks the run to stop before the
+/// agent starts. One that arrives after this call waits for [`set_agent_target`].
+pub fn take_pending_fault() -> Option<i32> {
+    match PENDING_FAULT.swap(0, Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Tells the fault handler where the agent is (`target` as for [`send`]), and forwards a
+/// fault signal that was sent to the launcher before it knew.
 pub fn set_agent_target(target: i32) {
     AGENT_TARGET.store(target, Ordering::SeqCst);
+    let pending = PENDING_FAULT.swap(0, Ordering::SeqCst);
+    if pending != 0 {
+        send(target, pending);
+    }
 }
 
 /// Something the main loop reacts to.
@@ -393,10 +413,10 @@ pub fn shield_recording() {}
 
 /// Installs the handler for the fault signals ([`Action::Fault`] in [`TABLE`]): SIGILL,
 /// SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS. One that another process sent
-/// (`kill -SEGV <launcher>`) is passed on to the agent once it runs ([`set_agent_target`]),
-/// like SIGUSR1; a real fault, the launcher's own `abort`, or one sent before the agent
-/// started puts the terminal's settings back ([`super::terminal`]) and then kills the
-/// launcher with the default action.
+/// (`kill -SEGV <launcher>`) is passed on to the agent, like SIGUSR1: at once when it runs,
+/// or, sent before its pid is known, held and passed on by [`set_agent_target`]. A real
+/// fault or the launcher's own `abort` puts the terminal's settings back
+/// ([`super::terminal`]) and then kills the launcher with the default action.
 #[cfg(unix)]
 pub fn install_fault_handlers() {
     for r in TABLE.iter().filter(|r| r.pty == Action::Fault) {
@@ -425,9 +445,20 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut 
         #[cfg(not(target_os = "linux"))]
         let sent = code <= 0 || code == 0x10001; // SI_USER on the BSDs and macOS
         let target = AGENT_TARGET.load(Ordering::SeqCst);
-        if sent && sender != libc::getpid() && target != 0 && target != -1 {
-            libc::kill(target, signal);
-            return;
+        if sent && sender != libc::getpid() {
+            if target != 0 && target != -1 {
+                libc::kill(target, signal);
+                return;
+            }
+            if target == 0 {
+                // No agent yet: hold it for set_agent_target; it re-checks after its store.
+                PENDING_FAULT.store(signal, Ordering::SeqCst);
+                let target = AGENT_TARGET.load(Ordering::SeqCst);
+                if target != 0 && target != -1 && PENDING_FAULT.swap(0, Ordering::SeqCst) != 0 {
+                    libc::kill(target, signal);
+                }
+                return;
+            }
         }
         super::terminal::restore_in_signal_handler();
         libc::signal(signal, libc::SIG_DFL);

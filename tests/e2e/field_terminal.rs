@@ -488,6 +488,14 @@ fn after_ctrl_c_the_summary_starts_on_a_line_of_its_own() {
 
 #[test]
 fn a_signal_before_the_agent_started_is_not_recorded_as_a_run() {
+    // SIGSEGV sent with kill: a fault signal, caught outside the event stream (by the fault
+    // handler), stops the run the same way.
+    for signal in [SIGTERM, libc::SIGSEGV] {
+        stopped_before_the_agent_started(signal);
+    }
+}
+
+fn stopped_before_the_agent_started(signal: i32) {
     let sb = Sandbox::with_session();
     let started = sb.tmp.path().join("agent-started");
     sb.stand_in(
@@ -514,13 +522,13 @@ fn a_signal_before_the_agent_started_is_not_recorded_as_a_run() {
         .stderr(Stdio::piped());
     let child = cmd.spawn().unwrap();
     let launcher = running_launcher(&sb);
-    kill(launcher, SIGTERM);
+    kill(launcher, signal);
     // Let the launcher go on: it must not start the agent now.
     std::thread::sleep(std::time::Duration::from_millis(200));
     let _ = holder.kill();
     let _ = holder.wait();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(128 + SIGTERM), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(128 + signal), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("before agent-y started: it was not started"),
         "{}",

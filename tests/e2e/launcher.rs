@@ -452,9 +452,13 @@ fn the_machine_wide_registry_lists_live_runs_of_every_project() {
     let mut child = spawn_plain(&b, &["run", "--", "sleeper"]);
     let launcher = running_launcher(&b);
 
-    // From the other project: the live run of b is listed.
-    let out = a.ok(&["runs", "--all", "--json"]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // From the other project: the live run of b is listed. The launcher registers the run
+    // just after it wrote the run record that `running_launcher` waited for.
+    let (out, v) = wait_for("the run in the registry", || {
+        let out = a.ok(&["runs", "--all", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (!v["runs"].as_array().unwrap().is_empty()).then_some((out, v))
+    });
     let list = v["runs"].as_array().unwrap();
     assert_eq!(list.len(), 1, "{out}");
     assert_eq!(list[0]["agent"], "sleeper");
