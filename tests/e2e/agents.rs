@@ -211,6 +211,8 @@ fn claude_code_tui_runs_in_the_launchers_terminal_and_ctrl_c_reaches_it() {
         text.contains("Claude Code") && !text.contains('\u{1b}'),
         "{text}"
     );
+    // capture.txt is the screen as read: the reply is one whole line of it.
+    assert!(text.lines().any(|l| l.contains(REPLY)), "{text}");
     assert!(mock.requests().iter().any(|r| r.body.contains(TASK)));
 }
 
