@@ -120,14 +120,15 @@ fn detail(session: &crate::session::Session) -> Detail {
     }
 }
 
-/// The agents in use under `root` (`export --all`): those whose file exists, whose executable
-/// is on `PATH` (not the generic `agent`), or whose own directory is in the project.
+/// The agents in use under `root` (`export --all`): those whose context file exists, whose
+/// executable is on `PATH` (not the generic `agent`), or whose own directory (or file, such as
+/// `CRUSH.md`) is in the project.
 fn in_use(root: &Path) -> Vec<ExportAgent> {
     let exists = |p: PathBuf| p.symlink_metadata().is_ok();
     agents::export_agents()
         .into_iter()
         .filter(|a| {
-            exists(a.file(root))
+            exists(root.join(a.agent.context_file))
                 || a.marks.iter().any(|m| exists(root.join(m)))
                 || a
                     .agent
