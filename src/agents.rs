@@ -710,7 +710,11 @@ fn named<'a>(agents: impl Iterator<Item = &'a Agent> + Clone, name: &str) -> Opt
     agents
         .clone()
         .find(|a| eq(a.id) || a.aliases.iter().any(|n| eq(n)))
-        .or_else(|| agents.into_iter().find(|a| a.executables.iter().any(|n| eq(n))))
+        .or_else(|| {
+            agents
+                .into_iter()
+                .find(|a| a.executables.iter().any(|n| eq(n)))
+        })
 }
 
 /// How `export` writes an agent's file.
@@ -857,7 +861,14 @@ pub const RULES_AGENTS: &[RulesAgent] = &[
     // Roo Code: workspace rules are every file in `.roo/rules/`, read recursively in
     // alphabetical order; no front matter (docs.roocode.com/features/custom-instructions).
     RulesAgent {
-        agent: export_only("roo-code", "Roo Code", &["roo"], &[], ".roo/rules/pas-agent.md", None),
+        agent: export_only(
+            "roo-code",
+            "Roo Code",
+            &["roo"],
+            &[],
+            ".roo/rules/pas-agent.md",
+            None,
+        ),
         layout: Layout::Owned { front_matter: "" },
         reads_first: &[],
         marks: &[".roo"],
@@ -884,7 +895,14 @@ pub const RULES_AGENTS: &[RulesAgent] = &[
     // AGENTS.md, only when set in its settings) (jetbrains.com/help/junie/
     // customize-guidelines.html, project-settings.html). One file, often the user's: a block.
     RulesAgent {
-        agent: export_only("junie", "JetBrains Junie", &[], &["junie"], ".junie/guidelines.md", None),
+        agent: export_only(
+            "junie",
+            "JetBrains Junie",
+            &[],
+            &["junie"],
+            ".junie/guidelines.md",
+            None,
+        ),
         layout: Layout::Block,
         reads_first: &[],
         marks: &[".junie"],
@@ -1057,7 +1075,10 @@ mod tests {
         assert_eq!(export_agent("Claude").unwrap().agent.id, "claude-code");
         assert_eq!(export_agent("CURSOR-AGENT").unwrap().agent.id, "cursor");
         assert_eq!(export_agent("cursor").unwrap().agent.id, "cursor");
-        assert_eq!(export_agent("Cursor-Rules").unwrap().agent.id, "cursor-rules");
+        assert_eq!(
+            export_agent("Cursor-Rules").unwrap().agent.id,
+            "cursor-rules"
+        );
         assert_eq!(lookup("Codex").unwrap().id, "codex");
         assert!(export_agent("vim").is_none());
         // Every name leads back to its own agent: no two agents share a name.

@@ -21,7 +21,11 @@ pub fn run(args: ExportArgs) -> Result<i32> {
     };
     let cwd = cwd()?;
     let project = project()?;
-    let chosen = if args.all { in_use(&project.root) } else { chosen };
+    let chosen = if args.all {
+        in_use(&project.root)
+    } else {
+        chosen
+    };
     if args.output.as_deref() == Some(Path::new("-")) {
         // The file's text alone, on stdout: nothing is written, so no lock is needed.
         let session = project.load()?;
@@ -130,8 +134,7 @@ fn in_use(root: &Path) -> Vec<ExportAgent> {
         .filter(|a| {
             exists(root.join(a.agent.context_file))
                 || a.marks.iter().any(|m| exists(root.join(m)))
-                || a
-                    .agent
+                || a.agent
                     .executables
                     .iter()
                     .any(|x| *x != "agent" && which::which(x).is_ok())

@@ -93,7 +93,10 @@ impl Target {
     /// The file as the session root sees it (`CLAUDE.md`, `.cursor/rules/pas-agent.mdc`), or
     /// the whole path when it lies outside.
     pub fn shown(&self) -> String {
-        let root = self.root.canonicalize().unwrap_or_else(|_| self.root.clone());
+        let root = self
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| self.root.clone());
         let path = canonical(&self.path);
         path.strip_prefix(&root)
             .unwrap_or(&self.path)
@@ -270,7 +273,15 @@ pub fn write(
     let refused = |e: WriteError| refusal(target, e);
     let (guard, existing) = open(target)?;
     if let Layout::Owned { front_matter } = target.layout {
-        return write_owned(target, &guard, existing, front_matter, &content, force, stale);
+        return write_owned(
+            target,
+            &guard,
+            existing,
+            front_matter,
+            &content,
+            force,
+            stale,
+        );
     }
     if !force
         && let Some(bytes) = &existing
@@ -470,7 +481,11 @@ fn write_owned(
     let refused = |e: WriteError| refusal(target, e);
     if !force && let Some(bytes) = &existing {
         block::check_text(bytes).map_err(|r| unsafe_(format!("{r}; nothing was written")))?;
-        match block::scan(bytes.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(bytes)) {
+        match block::scan(
+            bytes
+                .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+                .unwrap_or(bytes),
+        ) {
             block::Scan::Block { .. } => {}
             block::Scan::NoBlock => {
                 return Err(unsafe_(format!(
@@ -574,7 +589,9 @@ pub fn check(session: &crate::session::Session, target: &Target) -> Result<Check
         return Ok(Checked::Missing("there is no file".into()));
     };
     block::check_text(&bytes).map_err(unsafe_)?;
-    let text = bytes.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(&bytes);
+    let text = bytes
+        .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+        .unwrap_or(&bytes);
     let (start, end) = match block::scan(text) {
         block::Scan::Block { start, end } => (start, end),
         block::Scan::NoBlock => return Ok(Checked::Missing("it holds no pas-agent block".into())),
@@ -626,7 +643,11 @@ pub fn remove(project: &Project, target: &Target) -> Result<Removed> {
         return Ok(Removed::Nothing);
     };
     block::check_text(&bytes).map_err(|r| unsafe_(format!("{r}; nothing was changed")))?;
-    let bom_len = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+    let bom_len = if bytes.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    };
     let (bom, text) = bytes.split_at(bom_len);
     let (start, end) = match block::scan(text) {
         block::Scan::Block { start, end } => (start, end),

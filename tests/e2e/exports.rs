@@ -124,9 +124,17 @@ const OWNED: &[(&str, &str, &str)] = &[
         ".cursor/rules/pas-agent.mdc",
         "---\ndescription: pas-agent session context (the task, progress and next step)\nglobs:\nalwaysApply: true\n---\n",
     ),
-    ("windsurf", ".windsurf/rules/pas-agent.md", "---\ntrigger: always_on\n---\n"),
+    (
+        "windsurf",
+        ".windsurf/rules/pas-agent.md",
+        "---\ntrigger: always_on\n---\n",
+    ),
     ("CLINE", ".clinerules/pas-agent.md", ""),
-    ("kiro-steering", ".kiro/steering/pas-agent.md", "---\ninclusion: always\n---\n"),
+    (
+        "kiro-steering",
+        ".kiro/steering/pas-agent.md",
+        "---\ninclusion: always\n---\n",
+    ),
     ("roo", ".roo/rules/pas-agent.md", ""),
     (
         "continue",
@@ -173,7 +181,10 @@ fn every_rules_target_gets_its_path_and_front_matter() {
     sb.write(".rules", "Use tabs.\n");
     let out = sb.ok(&["export", "--to", "zed"]);
     assert!(out.contains(".rules"), "{out}");
-    assert!(sb.read(".rules").starts_with("Use tabs.\n\n<!-- pas-agent:start"));
+    assert!(
+        sb.read(".rules")
+            .starts_with("Use tabs.\n\n<!-- pas-agent:start")
+    );
     let unknown = sb.fails(&["export", "--to", "vim"], 2);
     assert!(unknown.contains("vim"), "{unknown}");
 }
@@ -181,7 +192,10 @@ fn every_rules_target_gets_its_path_and_front_matter() {
 #[test]
 fn an_owned_file_that_pas_agent_did_not_write_is_left_alone() {
     let sb = Sandbox::with_session();
-    sb.write(".cursor/rules/pas-agent.mdc", "---\nalwaysApply: true\n---\nMy own rule.\n");
+    sb.write(
+        ".cursor/rules/pas-agent.mdc",
+        "---\nalwaysApply: true\n---\nMy own rule.\n",
+    );
     let err = sb.fails(&["export", "--to", "cursor-rules"], 6);
     assert!(err.contains("no pas-agent block"), "{err}");
     assert!(err.contains(".cursor/rules/pas-agent.mdc"), "{err}");
@@ -214,7 +228,13 @@ fn check_and_remove_keep_crlf_a_bom_and_the_text_around_the_block_byte_for_byte(
     let sb = Sandbox::with_session();
     let check = |code: i32| {
         let out = sb.run(&["export", "--to", "claude", "--check"]);
-        assert_eq!(out.status.code(), Some(code), "{}{}", stdout(&out), stderr(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
         stdout(&out)
     };
     // No file, then a file without a block: missing.
@@ -246,13 +266,22 @@ fn check_and_remove_keep_crlf_a_bom_and_the_text_around_the_block_byte_for_byte(
     assert_eq!(without_block(&updated), without_block(&with_tail));
     // --remove: every byte outside the block as it was.
     let out = sb.ok(&["export", "--to", "claude", "--remove"]);
-    assert!(out.contains("Took the pas-agent block out of CLAUDE.md"), "{out}");
+    assert!(
+        out.contains("Took the pas-agent block out of CLAUDE.md"),
+        "{out}"
+    );
     let removed = sb.bytes("CLAUDE.md");
     assert_eq!(removed, without_block(&updated));
-    assert_eq!(removed, [&mine[..], b"\r\n\r\n## After\r\nno final newline"].concat());
+    assert_eq!(
+        removed,
+        [&mine[..], b"\r\n\r\n## After\r\nno final newline"].concat()
+    );
     assert!(check(1).contains("no pas-agent block"));
     // Removing again changes nothing; a file holding only the block is deleted.
-    assert!(sb.ok(&["export", "--to", "claude", "--remove"]).contains("holds no pas-agent block"));
+    assert!(
+        sb.ok(&["export", "--to", "claude", "--remove"])
+            .contains("holds no pas-agent block")
+    );
     assert_eq!(sb.bytes("CLAUDE.md"), removed);
     sb.ok(&["export", "--to", "gemini"]);
     sb.ok(&["export", "--to", "gemini", "--remove"]);
@@ -260,7 +289,10 @@ fn check_and_remove_keep_crlf_a_bom_and_the_text_around_the_block_byte_for_byte(
     // Broken markers are an error naming the file, not a verdict.
     sb.write("CLAUDE.md", format!("{START}\nno end\n"));
     let err = sb.fails(&["export", "--to", "claude", "--check"], 6);
-    assert!(err.contains("CLAUDE.md") && err.contains("no end marker"), "{err}");
+    assert!(
+        err.contains("CLAUDE.md") && err.contains("no end marker"),
+        "{err}"
+    );
     let err = sb.fails(&["export", "--to", "claude", "--remove"], 6);
     assert!(err.contains("nothing was changed"), "{err}");
     assert_eq!(sb.read("CLAUDE.md"), format!("{START}\nno end\n"));
@@ -286,9 +318,19 @@ fn all_exports_to_every_agent_in_use_and_no_other() {
     // PATH: the sandbox's stand-ins and git, none of the agent CLIs installed on this machine.
     let tools = sb.tmp.path().join("tools");
     std::fs::create_dir_all(&tools).unwrap();
-    let git = String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout).unwrap();
+    let git = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
     std::os::unix::fs::symlink(git.trim(), tools.join("git")).unwrap();
-    sb.env.push(("PATH".into(), format!("{}:{}", sb.bin_dir.display(), tools.display())));
+    sb.env.push((
+        "PATH".into(),
+        format!("{}:{}", sb.bin_dir.display(), tools.display()),
+    ));
     sb.stand_in("crush", "exit 0");
     sb.write("CLAUDE.md", "# Mine\n");
     std::fs::create_dir_all(sb.path(".windsurf")).unwrap();
@@ -298,7 +340,10 @@ fn all_exports_to_every_agent_in_use_and_no_other() {
     let check = sb.run(&["export", "--all", "--check"]);
     assert_eq!(check.status.code(), Some(1));
     let listed = stdout(&check);
-    assert!(listed.contains("CLAUDE.md: missing") && listed.contains("AGENTS.md: missing"), "{listed}");
+    assert!(
+        listed.contains("CLAUDE.md: missing") && listed.contains("AGENTS.md: missing"),
+        "{listed}"
+    );
 
     let out = sb.ok(&["export", "--all"]);
     for file in ["CLAUDE.md", "AGENTS.md", ".windsurf/rules/pas-agent.md"] {
@@ -306,8 +351,22 @@ fn all_exports_to_every_agent_in_use_and_no_other() {
         assert!(sb.read(file).contains(START), "{file}");
     }
     // AGENTS.md (Crush, Codex, …) once; nothing for agents not in use.
-    assert_eq!(out.matches("AGENTS.md for").count() + out.matches("block to AGENTS.md").count(), 1, "{out}");
-    for absent in ["GEMINI.md", ".cursor", ".kiro", ".roo", ".continue", ".clinerules", ".junie", "QWEN.md", ".goosehints"] {
+    assert_eq!(
+        out.matches("AGENTS.md for").count() + out.matches("block to AGENTS.md").count(),
+        1,
+        "{out}"
+    );
+    for absent in [
+        "GEMINI.md",
+        ".cursor",
+        ".kiro",
+        ".roo",
+        ".continue",
+        ".clinerules",
+        ".junie",
+        "QWEN.md",
+        ".goosehints",
+    ] {
         assert!(!sb.path(absent).exists(), "{absent}");
     }
     let check = sb.run(&["export", "--all", "--check"]);
