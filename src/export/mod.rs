@@ -761,3 +761,44 @@ fn update_block(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(s: &str) -> crate::session::Session {
+        let t = "2026-01-01T00:00:00Z";
+        let uuid = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b";
+        serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "id": uuid, "project_name": "p", "created_at": t,
+            "updated_at": t, "task": { "description": s, "completed": ["a ## Git State"] },
+            "git": { "branch": "main", "commit": null, "dirty": false },
+            "checkpoints": [], "runs": []
+        }))
+        .unwrap()
+    }
+
+    /// `--check` compares the session's part of the block: the live sections (which render.rs
+    /// names) drop out, and nothing else does.
+    #[test]
+    fn the_live_sections_alone_drop_out_of_the_comparison() {
+        let render_rs = include_str!("render.rs");
+        for heading in LIVE_SECTIONS {
+            assert!(render_rs.contains(&format!("\"{heading}\\n")), "{heading}");
+        }
+        let s = session("Ship it");
+        let git = crate::session::model::GitRef {
+            branch: Some("feature".into()),
+            commit: Some("0123456789abcdef".into()),
+            dirty: true,
+            extra: Default::default(),
+        };
+        let with_git = block::make_block(&render::render(&s, Some(&git), None), "\r\n");
+        let without = render::render(&s, None, None);
+        assert!(with_git.contains("## Git State"));
+        assert_eq!(session_part(&with_git), session_part(&without));
+        assert!(session_part(&with_git).contains("_Exported by pas-agent"));
+        let other = render::render(&session("Ship it later"), None, None);
+        assert_ne!(session_part(&other), session_part(&without));
+    }
+}
