@@ -27,6 +27,11 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         chosen
     };
     if args.output.as_deref() == Some(Path::new("-")) {
+        if args.check || args.remove {
+            return Err(Error::Usage(
+                "`-o -` prints the block; it cannot be checked or removed (name the file with -o PATH)".into(),
+            ));
+        }
         // The file's text alone, on stdout: nothing is written, so no lock is needed.
         let session = project.load()?;
         let (repo, tree) = live(&project, detail(&session));

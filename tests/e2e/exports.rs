@@ -380,4 +380,5 @@ fn all_exports_to_every_agent_in_use_and_no_other() {
     // --all with a name, or with -o, is a usage error.
     sb.fails(&["export", "--all", "--to", "claude"], 2);
     sb.fails(&["export", "--all", "-o", "x.md"], 2);
+    sb.fails(&["export", "--to", "claude", "-o", "-", "--check"], 2);
 }
