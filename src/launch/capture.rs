@@ -223,6 +223,16 @@ impl Observer for Reader {
     }
 }
 
+/// The emulator's size for a window of `cols`×`rows`: at least 1×1, at most
+/// [`crate::limits::CAPTURE_SCREEN`].
+fn screen_size(cols: u16, rows: u16) -> (usize, usize) {
+    let (max_cols, max_rows) = crate::limits::CAPTURE_SCREEN;
+    (
+        usize::from(cols.clamp(1, max_cols)),
+        usize::from(rows.clamp(1, max_rows)),
+    )
+}
+
 /// Renders terminal output as the text a person read on a screen of a given size: lines that
 /// scroll off the top as they go, the final screen at the end (see the module documentation).
 /// The result does not depend on how the output is cut into pieces.
@@ -236,9 +246,9 @@ impl ScreenText {
     /// A blank screen of `cols`×`rows` cells (each at least 1) that keeps no scrollback: lines
     /// leaving the top are handed out by [`ScreenText::feed`] instead.
     pub fn new(cols: u16, rows: u16) -> ScreenText {
-        let terminal =
-            Terminal::with_scrollback(usize::from(cols.max(1)), usize::from(rows.max(1)), Some(0))
-                .expect("a size of at least 1x1 is valid");
+        let (cols, rows) = screen_size(cols, rows);
+        let terminal = Terminal::with_scrollback(cols, rows, Some(0))
+            .expect("screen_size gives at least 1x1, which is valid");
         ScreenText {
             terminal,
             reader: Reader::default(),
@@ -255,11 +265,8 @@ impl ScreenText {
     /// The window changed size: the screen reflows as a terminal's does; returns the lines that
     /// left it.
     pub fn resize(&mut self, cols: u16, rows: u16) -> String {
-        self.terminal.resize_with(
-            usize::from(cols.max(1)),
-            usize::from(rows.max(1)),
-            &mut self.reader,
-        )
+        let (cols, rows) = screen_size(cols, rows);
+        self.terminal.resize_with(cols, rows, &mut self.reader)
     }
 
     /// Drops an unfinished character (the output was cut inside it).
@@ -644,6 +651,15 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// A window of an absurd size is rendered on a bounded screen, and long lines stay whole.
+    #[test]
+    fn a_huge_window_is_rendered_on_a_bounded_screen() {
+        let long = "x".repeat(3000);
+        let text = ScreenText::render(format!("{long}\r\nend").as_bytes(), u16::MAX, u16::MAX);
+        assert_eq!(text, format!("{long}\nend\n"));
+        assert_eq!(ScreenText::render(b"a\r\nb", 0, 0), "a\nb\n");
     }
 
     /// `xéC─😀y` written in two pieces, cut after the first byte of `é` (issue 8 item 4).
