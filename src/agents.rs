@@ -690,17 +690,350 @@ impl Agent {
     }
 }
 
-/// The agent whose id or alias is `name` (what `export --to` accepts).
+/// The agent whose id or alias is `name`, exactly.
 pub fn by_name(name: &str) -> Option<&'static Agent> {
     AGENTS
         .iter()
         .find(|a| a.id == name || a.aliases.contains(&name))
 }
 
-/// The agent named by id, alias or executable name (what `run` accepts: `claude`,
-/// `cursor-agent`, `agy` …).
+/// The agent named by id, alias or executable name, in any case (what `run` accepts:
+/// `claude`, `Claude`, `cursor-agent`, `agy` …). Ids and aliases win over executables.
 pub fn lookup(name: &str) -> Option<&'static Agent> {
-    by_name(name).or_else(|| AGENTS.iter().find(|a| a.executables.contains(&name)))
+    named(AGENTS.iter(), name)
+}
+
+/// The first of `agents` whose id or alias is `name` (ASCII case ignored), else the first
+/// with an executable of that name.
+fn named<'a>(agents: impl Iterator<Item = &'a Agent> + Clone, name: &str) -> Option<&'a Agent> {
+    let eq = |a: &str| a.eq_ignore_ascii_case(name);
+    agents
+        .clone()
+        .find(|a| eq(a.id) || a.aliases.iter().any(|n| eq(n)))
+        .or_else(|| {
+            agents
+                .into_iter()
+                .find(|a| a.executables.iter().any(|n| eq(n)))
+        })
+}
+
+/// How `export` writes an agent's file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// A marked block in a file the user may share with other text (`CLAUDE.md`,
+    /// `AGENTS.md`, …): the text around the block is kept byte for byte.
+    Block,
+    /// A file pas-agent owns entirely, in a directory of rule files the agent reads: the
+    /// agent's front matter (YAML between `---` lines, ending in a line feed; empty for agents
+    /// that need none), then the block. The block's markers stay, so `--check` and
+    /// `--remove` treat it as any other.
+    Owned {
+        /// The front matter, `---` lines included, `\n` line ends.
+        front_matter: &'static str,
+    },
+}
+
+/// An agent `export` writes for but `run` does not launch (an editor's or IDE's agent, or a
+/// CLI whose sessions are not known here), with its own rules file.
+#[derive(Debug, Clone, Copy)]
+pub struct RulesAgent {
+    /// The agent: `id`, `name`, `aliases`, `executables` (their presence on `PATH` says it is
+    /// installed, for `export --all`), `context_file` (the file written) and `read_limit`.
+    /// The launch fields are unused.
+    pub agent: Agent,
+    /// How the file is written.
+    pub layout: Layout,
+    /// Files the agent reads instead of `context_file`, the first that exists winning (Zed):
+    /// export goes to the first of these that exists, else to `context_file`.
+    pub reads_first: &'static [&'static str],
+    /// Paths (relative to the project root) whose presence says the agent is used in the
+    /// project, for `export --all` (its own configuration directory).
+    pub marks: &'static [&'static str],
+}
+
+/// The fields of an [`Agent`] that `export` alone uses, the rest empty.
+const fn export_only(
+    id: &'static str,
+    name: &'static str,
+    aliases: &'static [&'static str],
+    executables: &'static [&'static str],
+    context_file: &'static str,
+    read_limit: Option<ReadLimit>,
+) -> Agent {
+    Agent {
+        id,
+        name,
+        aliases,
+        executables,
+        context_file,
+        read_limit,
+        context_args: &[],
+        resume: None,
+        session_id: SessionId::Unknown,
+        id_shape: IdShape::None,
+        at_imports: false,
+        straight: Straight {
+            subcommands: &[],
+            flags: HELP_VERSION,
+        },
+    }
+}
+
+/// Every agent `export` writes for beyond [`AGENTS`]. Each row cites the agent's own
+/// documentation (read through the search tool on 2026-11-30); "always" below means the
+/// front matter that makes the rule apply to every request.
+pub const RULES_AGENTS: &[RulesAgent] = &[
+    // Cursor (the editor): project rules are `.cursor/rules/*.mdc`, Markdown with front
+    // matter `description`, `globs`, `alwaysApply`; `alwaysApply: true` is the "Always"
+    // rule type (cursor.com/docs/context/rules, as documented in cameronbrooks11.github.io/
+    // agent-policy/reference/targets/cursor-rules and developertoolkit.ai/en/cursor-ide/
+    // quick-start/project-rules). The CLI (`cursor-agent`, row `cursor`) reads AGENTS.md.
+    RulesAgent {
+        agent: export_only(
+            "cursor-rules",
+            "Cursor",
+            &["cursor-ide"],
+            &["cursor"],
+            ".cursor/rules/pas-agent.mdc",
+            None,
+        ),
+        layout: Layout::Owned {
+            front_matter: "---\ndescription: pas-agent session context (the task, progress and next step)\nglobs:\nalwaysApply: true\n---\n",
+        },
+        reads_first: &[],
+        marks: &[".cursor"],
+    },
+    // Windsurf (Cascade): workspace rules are `.windsurf/rules/*.md` with a `trigger` in the
+    // front matter, `always_on` for always; each rule file is read up to 12,000 characters
+    // (docs.windsurf.com/windsurf/cascade/memories, "Rules": activation modes and limits).
+    RulesAgent {
+        agent: export_only(
+            "windsurf",
+            "Windsurf",
+            &["cascade"],
+            &["windsurf"],
+            ".windsurf/rules/pas-agent.md",
+            Some(ReadLimit {
+                amount: 12_000,
+                unit: LimitUnit::Chars,
+            }),
+        ),
+        layout: Layout::Owned {
+            front_matter: "---\ntrigger: always_on\n---\n",
+        },
+        reads_first: &[],
+        marks: &[".windsurf"],
+    },
+    // Cline: every Markdown file in `.clinerules/` is combined into the rules; front matter
+    // (`paths`) only makes a rule conditional, so a file without it always applies
+    // (docs.cline.bot/features/cline-rules/overview and .../conditional-rules).
+    RulesAgent {
+        agent: export_only(
+            "cline",
+            "Cline",
+            &[],
+            &["cline"],
+            ".clinerules/pas-agent.md",
+            None,
+        ),
+        layout: Layout::Owned { front_matter: "" },
+        reads_first: &[],
+        marks: &[".clinerules"],
+    },
+    // Kiro (the IDE): steering files are `.kiro/steering/*.md` with front matter
+    // `inclusion: always | fileMatch | manual` (kiro.dev/docs/steering, as cited in
+    // kirodotdev/Kiro#9176). The CLI (`kiro-cli`, row `kiro-cli`) reads AGENTS.md.
+    RulesAgent {
+        agent: export_only(
+            "kiro-steering",
+            "Kiro steering",
+            &["kiro-ide"],
+            &["kiro"],
+            ".kiro/steering/pas-agent.md",
+            None,
+        ),
+        layout: Layout::Owned {
+            front_matter: "---\ninclusion: always\n---\n",
+        },
+        reads_first: &[],
+        marks: &[".kiro"],
+    },
+    // Roo Code: workspace rules are every file in `.roo/rules/`, read recursively in
+    // alphabetical order; no front matter (docs.roocode.com/features/custom-instructions).
+    RulesAgent {
+        agent: export_only(
+            "roo-code",
+            "Roo Code",
+            &["roo"],
+            &[],
+            ".roo/rules/pas-agent.md",
+            None,
+        ),
+        layout: Layout::Owned { front_matter: "" },
+        reads_first: &[],
+        marks: &[".roo"],
+    },
+    // Continue: local rules are `.continue/rules/*.md`, front matter `name`, `globs`, `regex`,
+    // `description`, `alwaysApply` (`true`: always included) (docs.continue.dev/customize/
+    // deep-dives/rules). Its CLI is `cn`.
+    RulesAgent {
+        agent: export_only(
+            "continue",
+            "Continue",
+            &["continue-dev"],
+            &["cn"],
+            ".continue/rules/pas-agent.md",
+            None,
+        ),
+        layout: Layout::Owned {
+            front_matter: "---\nname: pas-agent session context\nalwaysApply: true\n---\n",
+        },
+        reads_first: &[],
+        marks: &[".continue"],
+    },
+    // JetBrains Junie reads `.junie/guidelines.md` by default (another path, such as
+    // AGENTS.md, only when set in its settings) (jetbrains.com/help/junie/
+    // customize-guidelines.html, project-settings.html). One file, often the user's: a block.
+    RulesAgent {
+        agent: export_only(
+            "junie",
+            "JetBrains Junie",
+            &[],
+            &["junie"],
+            ".junie/guidelines.md",
+            None,
+        ),
+        layout: Layout::Block,
+        reads_first: &[],
+        marks: &[".junie"],
+    },
+    // GitHub Copilot (VS Code, the coding agent): path-specific instructions are
+    // `.github/instructions/NAME.instructions.md` with front matter `applyTo` (a glob; `**`
+    // for every file) (docs.github.com/en/copilot/how-tos/configure-custom-instructions-in-
+    // your-ide/add-repository-instructions-in-your-ide). Its CLI (row `copilot`) reads AGENTS.md.
+    RulesAgent {
+        agent: export_only(
+            "copilot-instructions",
+            "GitHub Copilot",
+            &["copilot-vscode"],
+            &[],
+            ".github/instructions/pas-agent.instructions.md",
+            None,
+        ),
+        layout: Layout::Owned {
+            front_matter: "---\napplyTo: \"**\"\n---\n",
+        },
+        reads_first: &[],
+        marks: &[".github/copilot-instructions.md", ".github/instructions"],
+    },
+    // Crush reads AGENTS.md among its context files (and CRUSH.md, CLAUDE.md, …), all of them
+    // combined (charmbracelet/crush guide "Context files"; AGENTS.md is what `crush` itself
+    // initialises since v0.18.0, charmbracelet/crush discussion #912).
+    RulesAgent {
+        agent: export_only("crush", "Crush", &[], &["crush"], "AGENTS.md", None),
+        layout: Layout::Block,
+        reads_first: &[],
+        marks: &["CRUSH.md"],
+    },
+    // Warp: project rules are AGENTS.md (WARP.md still read, for older projects)
+    // (docs.warp.dev/agents/capabilities/rules). Its CLI is `warp`.
+    RulesAgent {
+        agent: export_only("warp", "Warp", &[], &["warp"], "AGENTS.md", None),
+        layout: Layout::Block,
+        reads_first: &[],
+        marks: &["WARP.md"],
+    },
+    // Zed reads one project instructions file: the first that exists of `.rules`,
+    // `.cursorrules`, `.windsurfrules`, `.clinerules`, `.github/copilot-instructions.md`,
+    // `AGENT.md`, `AGENTS.md`, `CLAUDE.md`, `GEMINI.md` (zed.dev/docs/ai/instructions). So the
+    // block goes to the first of those that exists, and to AGENTS.md when none does.
+    RulesAgent {
+        agent: export_only("zed", "Zed", &[], &["zed", "zeditor"], "AGENTS.md", None),
+        layout: Layout::Block,
+        reads_first: &[
+            ".rules",
+            ".cursorrules",
+            ".windsurfrules",
+            ".clinerules",
+            ".github/copilot-instructions.md",
+            "AGENT.md",
+            "AGENTS.md",
+            "CLAUDE.md",
+            "GEMINI.md",
+        ],
+        marks: &[".zed"],
+    },
+];
+
+/// An agent `export` writes for: a row of [`AGENTS`] (a block in its context file) or of
+/// [`RULES_AGENTS`].
+#[derive(Debug, Clone, Copy)]
+pub struct ExportAgent {
+    /// The agent (its `context_file` is the file written, unless `reads_first` says otherwise).
+    pub agent: &'static Agent,
+    /// How the file is written.
+    pub layout: Layout,
+    /// See [`RulesAgent::reads_first`]; empty for [`AGENTS`].
+    pub reads_first: &'static [&'static str],
+    /// See [`RulesAgent::marks`]; empty for [`AGENTS`].
+    pub marks: &'static [&'static str],
+}
+
+impl ExportAgent {
+    /// The file written under `root`: the first of [`ExportAgent::reads_first`] that exists
+    /// there, else the agent's context file.
+    pub fn file(&self, root: &std::path::Path) -> std::path::PathBuf {
+        self.reads_first
+            .iter()
+            .map(|f| root.join(f))
+            .find(|p| p.symlink_metadata().is_ok())
+            .unwrap_or_else(|| root.join(self.agent.context_file))
+    }
+}
+
+/// Every agent `export` writes for: [`AGENTS`], then [`RULES_AGENTS`].
+pub fn export_agents() -> Vec<ExportAgent> {
+    AGENTS
+        .iter()
+        .map(|agent| ExportAgent {
+            agent,
+            layout: Layout::Block,
+            reads_first: &[],
+            marks: &[],
+        })
+        .chain(RULES_AGENTS.iter().map(|r| ExportAgent {
+            agent: &r.agent,
+            layout: r.layout,
+            reads_first: r.reads_first,
+            marks: r.marks,
+        }))
+        .collect()
+}
+
+/// The agent `export --to NAME` means: an id, alias or executable name of [`AGENTS`] or
+/// [`RULES_AGENTS`], in any case (`claude`, `Claude`, `cursor-agent`, `cursor-rules`).
+pub fn export_agent(name: &str) -> Option<ExportAgent> {
+    let all = export_agents();
+    let agent = named(all.iter().map(|e| e.agent), name)?;
+    all.into_iter().find(|e| std::ptr::eq(e.agent, agent))
+}
+
+/// Every name `export --to` accepts, lower case, each once: ids, aliases and executables
+/// (not the generic `agent`).
+pub fn export_names() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for e in export_agents() {
+        let a = e.agent;
+        for n in std::iter::once(a.id)
+            .chain(a.aliases.iter().copied())
+            .chain(a.executables.iter().copied())
+        {
+            if n != "agent" && !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out
 }
 
 /// Every id and alias, for the command line's list of possible values.
@@ -735,6 +1068,44 @@ mod tests {
         assert_eq!(lookup("cursor-agent").unwrap().id, "cursor");
         assert_eq!(lookup("qwen").unwrap().context_file, "QWEN.md");
         assert!(by_name("vim").is_none());
+    }
+
+    #[test]
+    fn export_names_resolve_in_any_case_to_one_agent() {
+        assert_eq!(export_agent("Claude").unwrap().agent.id, "claude-code");
+        assert_eq!(export_agent("CURSOR-AGENT").unwrap().agent.id, "cursor");
+        assert_eq!(export_agent("cursor").unwrap().agent.id, "cursor");
+        assert_eq!(
+            export_agent("Cursor-Rules").unwrap().agent.id,
+            "cursor-rules"
+        );
+        assert_eq!(lookup("Codex").unwrap().id, "codex");
+        assert!(export_agent("vim").is_none());
+        // Every name leads back to its own agent: no two agents share a name.
+        for e in export_agents() {
+            let a = e.agent;
+            for n in std::iter::once(a.id).chain(a.aliases.iter().copied()) {
+                assert_eq!(export_agent(n).unwrap().agent.id, a.id, "{n}");
+            }
+        }
+        let names = export_names();
+        let mut seen = std::collections::HashSet::new();
+        for n in &names {
+            assert!(seen.insert(n.to_ascii_lowercase()), "{n} twice");
+            assert!(export_agent(n).is_some(), "{n}");
+        }
+        // Owned files are pas-agent's own, in the agent's rules directory.
+        for r in RULES_AGENTS {
+            if let Layout::Owned { front_matter } = r.layout {
+                assert!(r.agent.context_file.contains("pas-agent"), "{}", r.agent.id);
+                assert!(
+                    front_matter.is_empty()
+                        || (front_matter.starts_with("---\n") && front_matter.ends_with("\n---\n")),
+                    "{}",
+                    r.agent.id
+                );
+            }
+        }
     }
 
     #[test]

@@ -51,7 +51,9 @@ pub enum Command {
     List(JsonArgs),
     /// Show one checkpoint: its task snapshot and changed files.
     Show(ShowArgs),
-    /// Write the session into an agent's context file (between pas-agent markers).
+    /// Write the session into an agent's context file (between pas-agent markers), or its own
+    /// rules file; `--check` for CI, `--remove` to take the block out, `--all` for every agent
+    /// in use (docs/agents.md).
     Export(ExportArgs),
     /// Run an agent: checkpoint and export before, record the run after.
     Run(RunArgs),
@@ -263,16 +265,38 @@ pub struct ShowArgs {
 /// `export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The agent to export for.
-    #[arg(short = 't', long = "to", value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::agents::names()))]
-    pub to: String,
+    /// The agent to export for: an id, alias or executable name, in any case (`claude`,
+    /// `Claude`, `cursor-agent`, `cursor-rules`, `windsurf`, …; docs/agents.md lists them).
+    #[arg(
+        short = 't',
+        long = "to",
+        value_name = "AGENT",
+        value_parser = PossibleValuesParser::new(crate::agents::export_names()),
+        ignore_case = true,
+        hide_possible_values = true,
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub to: Option<String>,
     /// Write to this file instead of the agent's own (relative to the current directory);
     /// `-` prints the block on stdout.
-    #[arg(short, long, value_name = "PATH")]
+    #[arg(short, long, value_name = "PATH", conflicts_with = "all")]
     pub output: Option<PathBuf>,
     /// Replace the whole file with the block, even if its markers are broken.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["check", "remove"])]
     pub force: bool,
+    /// Write nothing; exit 0 when the file holds the block `export` would write now (the live
+    /// git state aside), 1 when it is missing or out of date. For pre-commit hooks and CI.
+    #[arg(long, conflicts_with = "remove")]
+    pub check: bool,
+    /// Take the block out of the file, leaving every other byte as it was; delete the file
+    /// when nothing else is left (and pas-agent's own rules files).
+    #[arg(long)]
+    pub remove: bool,
+    /// Every agent whose file already exists, whose executable is on PATH, or whose own
+    /// directory is in the project (`.cursor`, `.windsurf`, …); each file once.
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// `run`.

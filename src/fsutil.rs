@@ -364,6 +364,29 @@ impl WriteGuard {
         Ok(())
     }
 
+    /// Deletes the regular file at `path` (for a file pas-agent wrote and owns: an export's own
+    /// rules file), after the same checks as [`WriteGuard::check`]: a path that resolves
+    /// outside the root, or into `.git`, is refused, and so is a link at the last component
+    /// (the link is not what pas-agent wrote).
+    ///
+    /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`];
+    /// I/O errors (a missing file is one: `NotFound`).
+    pub fn remove(&self, path: &Path, named: Named) -> Result<(), WriteError> {
+        let real = self.check(path, named)?;
+        let meta = fs::symlink_metadata(path)?;
+        if meta.file_type().is_symlink() {
+            return Err(WriteError::Symlink {
+                path: path.to_path_buf(),
+                target: fs::read_link(path).ok(),
+            });
+        }
+        if !meta.is_file() {
+            return Err(WriteError::NotAFile(kind_of(&meta)));
+        }
+        fs::remove_file(&real)?;
+        Ok(())
+    }
+
     /// Replaces (or creates) the file at `path` with `contents` so that a crash at any instant
     /// leaves the old file or the new one, whole; through links that stay inside the root (the
     /// link survives and its target is written). Keeps the old file's mode, owner and group; a

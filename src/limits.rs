@@ -48,6 +48,12 @@ pub const REGISTRY: Limit = Limit {
     hint: "`pas-agent runs --all` removes the entries of runs whose launcher is gone",
 };
 
+/// The largest screen `capture.txt` is rendered on, `(columns, rows)`: 1,000 × 500. A window
+/// that reports more (a terminal's absurd size) is rendered at this size, so the terminal
+/// emulator's memory stays bounded (half a million cells); soft-wrapped lines are joined in the
+/// text, so a narrower screen loses none of it. `capture.cast` keeps the real size.
+pub const CAPTURE_SCREEN: (u16, u16) = (1000, 500);
+
 impl Limit {
     /// Refuses a write of `len` bytes when it is over the limit. The message (the caller's
     /// error names the file) gives both sizes and what to do, and says nothing was written.

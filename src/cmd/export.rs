@@ -1,35 +1,162 @@
-//! `pas-agent export --to AGENT`: write the session into the agent's context file.
+//! `pas-agent export --to AGENT` (or `--all`): write the session into agents' files, check
+//! that they hold it (`--check`), or take it out (`--remove`).
+
+use std::path::{Path, PathBuf};
 
 use super::{cwd, live, project};
-use crate::agents;
+use crate::agents::{self, ExportAgent};
 use crate::cli::ExportArgs;
 use crate::error::{Error, Result};
-use crate::export::{self, Outcome, Target};
+use crate::export::{self, Checked, Outcome, Removed, Target};
 use crate::git::Detail;
 use crate::term::{clean, warn};
 
 pub fn run(args: ExportArgs) -> Result<i32> {
-    let agent = agents::by_name(&args.to)
-        .ok_or_else(|| Error::Usage(format!("unknown agent `{}`", clean(&args.to))))?;
+    let chosen = match &args.to {
+        Some(name) => vec![
+            agents::export_agent(name)
+                .ok_or_else(|| Error::Usage(format!("unknown agent `{}`", clean(name))))?,
+        ],
+        None => Vec::new(),
+    };
     let cwd = cwd()?;
     let project = project()?;
-    let has_checkpoints = !project.load()?.checkpoints.is_empty();
-    let detail = if has_checkpoints {
-        Detail::Files
+    let chosen = if args.all {
+        in_use(&project.root)
     } else {
-        Detail::Dirty
+        chosen
     };
-    let (repo, tree) = live(&project, detail);
-    if args.output.as_deref() == Some(std::path::Path::new("-")) {
-        // The block alone, on stdout: nothing is written, so no lock is needed.
+    if args.output.as_deref() == Some(Path::new("-")) {
+        if args.check || args.remove {
+            return Err(Error::Usage(
+                "`-o -` prints the block; it cannot be checked or removed (name the file with -o PATH)".into(),
+            ));
+        }
+        // The file's text alone, on stdout: nothing is written, so no lock is needed.
         let session = project.load()?;
+        let (repo, tree) = live(&project, detail(&session));
         let (content, _) = export::content(&session, tree.as_ref(), repo.as_ref());
-        crate::term::print(&export::block::make_block(&content, "\n"))?;
+        let text = match chosen.first().map(|a| a.layout) {
+            Some(agents::Layout::Owned { front_matter }) => {
+                export::owned_file(front_matter, &content)
+            }
+            _ => export::block::make_block(&content, "\n"),
+        };
+        crate::term::print(&text)?;
         return Ok(0);
     }
-    let target = Target::new(&project, agent, args.output.as_deref(), &cwd);
-    let report = export::export(&project, &target, args.force, tree.as_ref(), repo.as_ref())?;
-    print_report(agent, &report, &cwd)
+    let targets = distinct(
+        chosen
+            .iter()
+            .map(|a| Target::for_agent(&project, a, args.output.as_deref(), &cwd))
+            .collect(),
+    );
+    if targets.is_empty() {
+        crate::term::note(
+            "no agent is in use here: no agent's file exists, no agent's executable is on PATH and no agent's directory is in the project; name one with --to",
+        );
+        return Ok(0);
+    }
+    let mut code = 0;
+    let mut failed = |e: Error| -> Result<()> {
+        if !args.all {
+            return Err(e);
+        }
+        crate::term::error(&e.to_string());
+        code = code.max(e.exit_code());
+        Ok(())
+    };
+    if args.check {
+        let session = project.load()?;
+        let mut stale = false;
+        for target in &targets {
+            let shown = display(&target.path, &cwd);
+            let fix = format!("run `pas-agent export --to {}`", target.agent.id);
+            match export::check(&session, target) {
+                Ok(Checked::Current) => {
+                    crate::term::print(&format!("{shown}: current\n"))?;
+                }
+                Ok(Checked::Missing(why)) => {
+                    stale = true;
+                    crate::term::print(&format!("{shown}: missing ({why}); {fix}\n"))?;
+                }
+                Ok(Checked::Outdated) => {
+                    stale = true;
+                    crate::term::print(&format!("{shown}: out of date; {fix}\n"))?;
+                }
+                Err(e) => failed(e)?,
+            }
+        }
+        return Ok(if code != 0 { code } else { i32::from(stale) });
+    }
+    if args.remove {
+        for target in &targets {
+            let shown = display(&target.path, &cwd);
+            match export::remove(&project, target) {
+                Ok(Removed::Block) => crate::term::print(&format!(
+                    "Took the pas-agent block out of {shown}; the rest of the file is as it was.\n"
+                ))?,
+                Ok(Removed::File) => crate::term::print(&format!(
+                    "Deleted {shown}: it held nothing but the pas-agent block.\n"
+                ))?,
+                Ok(Removed::Nothing) => {
+                    crate::term::print(&format!("{shown} holds no pas-agent block.\n"))?
+                }
+                Err(e) => failed(e)?,
+            }
+        }
+        return Ok(code);
+    }
+    let (repo, tree) = live(&project, detail(&project.load()?));
+    for target in &targets {
+        match export::export(&project, target, args.force, tree.as_ref(), repo.as_ref()) {
+            Ok(report) => {
+                print_report(target.agent, &report, &cwd)?;
+            }
+            Err(e) => failed(e)?,
+        }
+    }
+    Ok(code)
+}
+
+/// How much git status an export needs: changed files when there is a checkpoint to compare
+/// them with, else only whether the tree is dirty.
+fn detail(session: &crate::session::Session) -> Detail {
+    if session.checkpoints.is_empty() {
+        Detail::Dirty
+    } else {
+        Detail::Files
+    }
+}
+
+/// The agents in use under `root` (`export --all`): those whose context file exists, whose
+/// executable is on `PATH` (not the generic `agent`), or whose own directory (or file, such as
+/// `CRUSH.md`) is in the project.
+fn in_use(root: &Path) -> Vec<ExportAgent> {
+    let exists = |p: PathBuf| p.symlink_metadata().is_ok();
+    agents::export_agents()
+        .into_iter()
+        .filter(|a| {
+            exists(root.join(a.agent.context_file))
+                || a.marks.iter().any(|m| exists(root.join(m)))
+                || a.agent
+                    .executables
+                    .iter()
+                    .any(|x| *x != "agent" && which::which(x).is_ok())
+        })
+        .collect()
+}
+
+/// The targets with each file once (the first agent that names it), in order.
+fn distinct(targets: Vec<Target>) -> Vec<Target> {
+    let mut out: Vec<Target> = Vec::new();
+    for t in targets {
+        let key = t.shown();
+        if !out.iter().any(|o| o.shown() == key) {
+            out.push(t);
+        }
+    }
+    out
 }
 
 /// Prints what an export did: warnings (a checkpoint behind the work tree, a file longer than
@@ -73,7 +200,8 @@ fn print_report(
     let hint = if report.target.at_default {
         format!(
             "{} reads {} from the project root when it starts.",
-            agent.name, agent.context_file
+            agent.name,
+            clean(&report.target.shown())
         )
     } else {
         format!(

@@ -6,7 +6,7 @@ pub mod render;
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::{Agent, ReadLimit};
+use crate::agents::{Agent, ExportAgent, Layout, ReadLimit};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, Links, Named, ReadError, WriteError, WriteGuard};
 use crate::git::{Repo, WorkTree};
@@ -35,6 +35,8 @@ pub struct Target {
     /// Who named the path: [`Named::ByUser`] for `-o PATH`, which may lie outside the root as
     /// long as no link inside the root leads there.
     pub named: Named,
+    /// How the file is written: a block among other text, or a file pas-agent owns.
+    pub layout: Layout,
 }
 
 impl Target {
@@ -54,6 +56,7 @@ impl Target {
                 at_default: true,
                 root: project.root.clone(),
                 named: Named::ByUs,
+                layout: Layout::Block,
             },
             Some(out) => {
                 let path = cwd.join(out);
@@ -64,9 +67,41 @@ impl Target {
                     at_default,
                     root: project.root.clone(),
                     named: Named::ByUser,
+                    layout: Layout::Block,
                 }
             }
         }
+    }
+
+    /// The target for an agent of `export --to`: its file at the project root (for an agent
+    /// that reads the first of several files, the first that exists), or `output`; written in
+    /// the agent's layout.
+    pub fn for_agent(
+        project: &Project,
+        agent: &ExportAgent,
+        output: Option<&Path>,
+        cwd: &Path,
+    ) -> Target {
+        let mut target = Target::new(project, agent.agent, output, cwd);
+        target.layout = agent.layout;
+        if output.is_none() {
+            target.path = agent.file(&project.root);
+        }
+        target
+    }
+
+    /// The file as the session root sees it (`CLAUDE.md`, `.cursor/rules/pas-agent.mdc`), or
+    /// the whole path when it lies outside.
+    pub fn shown(&self) -> String {
+        let root = self
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| self.root.clone());
+        let path = canonical(&self.path);
+        path.strip_prefix(&root)
+            .unwrap_or(&self.path)
+            .display()
+            .to_string()
     }
 }
 
@@ -234,58 +269,20 @@ pub fn write(
     repo: Option<&Repo>,
 ) -> Result<Report> {
     let (content, stale) = content(session, now, repo);
-    let unsafe_ = |problem: String| Error::ExportUnsafe {
-        path: target.path.clone(),
-        problem,
-    };
-    // Where the file may be written is decided by the one guard, before anything is read.
-    let guard = WriteGuard::new(&target.root).map_err(|e| {
-        unsafe_(format!(
-            "cannot resolve the session root ({e}); nothing was written"
-        ))
-    })?;
-    let refused = |e: WriteError| {
-        match e {
-        // Never offer the link's target as a command to copy: a stranger chose it.
-        WriteError::Outside { link: Some(_), .. } => unsafe_(format!(
-            "{e}; nothing was written\n  hint: to export somewhere else, name that file with -o"
-        )),
-        WriteError::Outside { link: None, .. } => unsafe_(format!(
-            "{e}; nothing was written\n  hint: a path outside the project is written only when you name it yourself with -o and no link inside the project leads there"
-        )),
-        WriteError::ReadOnly => unsafe_(
-            "the file is read-only; nothing was written (make it writable, or export elsewhere with -o)".into(),
-        ),
-        WriteError::NotAFile(kind) => unsafe_(format!("it is {kind}, not a regular file; nothing was written")),
-        WriteError::Io(e) => unsafe_(format!("cannot write the file ({e}); it was left as it was")),
-        other => unsafe_(format!("{other}; nothing was written")),
+    let unsafe_ = |problem: String| unsafe_at(target, problem);
+    let refused = |e: WriteError| refusal(target, e);
+    let (guard, existing) = open(target)?;
+    if let Layout::Owned { front_matter } = target.layout {
+        return write_owned(
+            target,
+            &guard,
+            existing,
+            front_matter,
+            &content,
+            force,
+            stale,
+        );
     }
-    };
-    guard.check(&target.path, target.named).map_err(refused)?;
-    let existing = match fsutil::read_limited(&target.path, MAX_CONTEXT_FILE_BYTES) {
-        Ok(bytes) => bytes,
-        Err(ReadError::TooLarge(size)) => {
-            return Err(unsafe_(format!(
-                "{}; nothing was written",
-                crate::limits::CONTEXT_FILE.read_refusal(size)
-            )));
-        }
-        Err(ReadError::NotAFile("a directory")) => {
-            return Err(unsafe_(
-                "is a directory; give the path of a file to write".into(),
-            ));
-        }
-        Err(ReadError::NotAFile(kind)) => {
-            return Err(unsafe_(format!(
-                "it is {kind}, not a regular file; nothing was written"
-            )));
-        }
-        Err(ReadError::Io(e)) => {
-            return Err(unsafe_(format!(
-                "cannot read the file ({e}); nothing was written"
-            )));
-        }
-    };
     if !force
         && let Some(bytes) = &existing
         && let Err(reason) = block::check_text(bytes)
@@ -392,6 +389,297 @@ pub fn write(
     })
 }
 
+/// [`Error::ExportUnsafe`] for `target`.
+fn unsafe_at(target: &Target, problem: String) -> Error {
+    Error::ExportUnsafe {
+        path: target.path.clone(),
+        problem,
+    }
+}
+
+/// The error for a write the guard refused.
+fn refusal(target: &Target, e: WriteError) -> Error {
+    let unsafe_ = |problem: String| unsafe_at(target, problem);
+    match e {
+        // Never offer the link's target as a command to copy: a stranger chose it.
+        WriteError::Outside { link: Some(_), .. } => unsafe_(format!(
+            "{e}; nothing was written\n  hint: to export somewhere else, name that file with -o"
+        )),
+        WriteError::Outside { link: None, .. } => unsafe_(format!(
+            "{e}; nothing was written\n  hint: a path outside the project is written only when you name it yourself with -o and no link inside the project leads there"
+        )),
+        WriteError::ReadOnly => unsafe_(
+            "the file is read-only; nothing was written (make it writable, or export elsewhere with -o)".into(),
+        ),
+        WriteError::NotAFile(kind) => unsafe_(format!("it is {kind}, not a regular file; nothing was written")),
+        WriteError::Io(e) => unsafe_(format!("cannot write the file ({e}); it was left as it was")),
+        other => unsafe_(format!("{other}; nothing was written")),
+    }
+}
+
+/// The guard for the session root, with the target checked against it (before anything is
+/// read), and the target's bytes (`None` when there is no file).
+///
+/// Errors: [`Error::ExportUnsafe`]: the root cannot be resolved, the guard refuses the path,
+/// or the file is too large, not a regular file, or unreadable.
+fn open(target: &Target) -> Result<(WriteGuard, Option<Vec<u8>>)> {
+    let unsafe_ = |problem: String| unsafe_at(target, problem);
+    // Where the file may be written is decided by the one guard, before anything is read.
+    let guard = WriteGuard::new(&target.root).map_err(|e| {
+        unsafe_(format!(
+            "cannot resolve the session root ({e}); nothing was written"
+        ))
+    })?;
+    guard
+        .check(&target.path, target.named)
+        .map_err(|e| refusal(target, e))?;
+    let existing = match fsutil::read_limited(&target.path, MAX_CONTEXT_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(ReadError::TooLarge(size)) => {
+            return Err(unsafe_(format!(
+                "{}; nothing was written",
+                crate::limits::CONTEXT_FILE.read_refusal(size)
+            )));
+        }
+        Err(ReadError::NotAFile("a directory")) => {
+            return Err(unsafe_(
+                "is a directory; give the path of a file to write".into(),
+            ));
+        }
+        Err(ReadError::NotAFile(kind)) => {
+            return Err(unsafe_(format!(
+                "it is {kind}, not a regular file; nothing was written"
+            )));
+        }
+        Err(ReadError::Io(e)) => {
+            return Err(unsafe_(format!(
+                "cannot read the file ({e}); nothing was written"
+            )));
+        }
+    };
+    Ok((guard, existing))
+}
+
+/// The whole file of an owned layout: the front matter, then the block.
+pub fn owned_file(front_matter: &str, content: &str) -> String {
+    format!("{front_matter}{}", block::make_block(content, "\n"))
+}
+
+/// Writes a file pas-agent owns entirely: front matter and block, replacing what was there
+/// when that holds a pas-agent block (or `force`); a file of the same name without one is
+/// someone else's and is left alone.
+fn write_owned(
+    target: &Target,
+    guard: &WriteGuard,
+    existing: Option<Vec<u8>>,
+    front_matter: &str,
+    content: &str,
+    force: bool,
+    stale: Option<Stale>,
+) -> Result<Report> {
+    let unsafe_ = |problem: String| unsafe_at(target, problem);
+    let refused = |e: WriteError| refusal(target, e);
+    if !force && let Some(bytes) = &existing {
+        block::check_text(bytes).map_err(|r| unsafe_(format!("{r}; nothing was written")))?;
+        match block::scan(
+            bytes
+                .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+                .unwrap_or(bytes),
+        ) {
+            block::Scan::Block { .. } => {}
+            block::Scan::NoBlock => {
+                return Err(unsafe_(format!(
+                    "it holds no pas-agent block, so pas-agent did not write it and will not replace it; nothing was written\n  hint: rename it, or replace it with the block: `pas-agent export --to {} --force`",
+                    target.agent.id
+                )));
+            }
+            block::Scan::Broken(reason) => {
+                return Err(unsafe_(format!(
+                    "the pas-agent markers do not form one block: {reason}; nothing was written\n  hint: replace the whole file with the block: `pas-agent export --to {} --force`",
+                    target.agent.id
+                )));
+            }
+        }
+    }
+    let bytes = owned_file(front_matter, content).into_bytes();
+    crate::limits::CONTEXT_FILE
+        .check_write(bytes.len())
+        .map_err(unsafe_)?;
+    if let Some(parent) = target.path.parent() {
+        guard
+            .create_dir_all(parent, target.named, 0o777)
+            .map_err(|e| match e {
+                WriteError::Io(e) => unsafe_(format!(
+                    "cannot create its directory ({e}); nothing was written"
+                )),
+                e => refused(e),
+            })?;
+    }
+    guard
+        .write(&target.path, &bytes, target.named, Links::Replace)
+        .map_err(refused)?;
+    let limit = target.agent.read_limit;
+    Ok(Report {
+        target: target.clone(),
+        outcome: match (&existing, force) {
+            (None, _) => Outcome::Created,
+            (Some(_), true) => Outcome::Overwritten,
+            (Some(_), false) => Outcome::Updated,
+        },
+        stale,
+        limit: limit.map(|l| LimitReport {
+            limit: l,
+            file: l.measure(&bytes),
+            block_end: l.measure(&bytes),
+        }),
+        via_import: None,
+        also: Vec::new(),
+        duplicates: Vec::new(),
+    })
+}
+
+/// Sections of the block that describe the live work tree rather than the session (the
+/// branch, commit and dirty flag; the changes since the last checkpoint): they change with
+/// every commit, so `--check` leaves them out of the comparison.
+const LIVE_SECTIONS: &[&str] = &["## Git State", "## Changed Since Last Checkpoint"];
+
+/// The block's body (between the marker lines) with `\n` line ends, without the
+/// [`LIVE_SECTIONS`], trailing whitespace trimmed.
+fn session_part(block_text: &str) -> String {
+    let text = block_text.replace("\r\n", "\n");
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        if line.starts_with(block::START_PREFIX) || line == block::END_MARKER {
+            continue;
+        }
+        // A section ends at the next heading, or at the rule before the block's footer.
+        if line.starts_with("## ") || line == "---" {
+            skipping = LIVE_SECTIONS.contains(&line);
+        }
+        if !skipping {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.trim_end().to_string()
+}
+
+/// Where a target's file stands against the session (`export --check`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Checked {
+    /// The file holds the block `export` would write now (apart from the live git state).
+    Current,
+    /// There is no file, or no block in it.
+    Missing(String),
+    /// The block (or, in a file pas-agent owns, the front matter or text around the block)
+    /// differs from what `export` would write now.
+    Outdated,
+}
+
+/// Compares `target`'s block with what `export` would write for `session` now, leaving out
+/// the [`LIVE_SECTIONS`] on both sides. Reads only; takes no lock.
+///
+/// Errors: as [`write`] when the file cannot be read, is not UTF-8 text, or its markers do not
+/// form one block.
+pub fn check(session: &crate::session::Session, target: &Target) -> Result<Checked> {
+    let unsafe_ = |problem: String| unsafe_at(target, problem);
+    let (_guard, existing) = open(target)?;
+    let Some(bytes) = existing else {
+        return Ok(Checked::Missing("there is no file".into()));
+    };
+    block::check_text(&bytes).map_err(unsafe_)?;
+    let text = bytes
+        .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+        .unwrap_or(&bytes);
+    let (start, end) = match block::scan(text) {
+        block::Scan::Block { start, end } => (start, end),
+        block::Scan::NoBlock => return Ok(Checked::Missing("it holds no pas-agent block".into())),
+        block::Scan::Broken(reason) => {
+            return Err(unsafe_(format!(
+                "the pas-agent markers do not form one block: {reason}"
+            )));
+        }
+    };
+    let expected = render::render(session, None, None);
+    let found = String::from_utf8_lossy(&text[start..end]);
+    if session_part(&found) != session_part(&expected) {
+        return Ok(Checked::Outdated);
+    }
+    if let Layout::Owned { front_matter } = target.layout {
+        let before = String::from_utf8_lossy(&text[..start]).replace("\r\n", "\n");
+        let after = &text[end..];
+        if before != front_matter || !after.trim_ascii().is_empty() || text.len() != bytes.len() {
+            return Ok(Checked::Outdated);
+        }
+    }
+    Ok(Checked::Current)
+}
+
+/// What `export --remove` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removed {
+    /// The block was taken out; the rest of the file is as it was.
+    Block,
+    /// The file held nothing but the block (or was pas-agent's own file): it was deleted.
+    File,
+    /// There was no file, or no block in it: nothing changed.
+    Nothing,
+}
+
+/// Takes the block out of `target`'s file under the session lock: every byte outside it stays
+/// as it was (byte order mark, line endings, the text before and after, and so the blank line
+/// `export` put between the block and the text when it added the block, which cannot be told
+/// from one that was there before). A file left empty (or holding only a byte order mark),
+/// and a file pas-agent owns, is deleted.
+///
+/// Errors: as [`write`]: the guard refuses the path, the file cannot be read or written, is not
+/// UTF-8 text, or its markers do not form one block (nothing is changed).
+pub fn remove(project: &Project, target: &Target) -> Result<Removed> {
+    let _lock = project.lock()?;
+    let unsafe_ = |problem: String| unsafe_at(target, problem);
+    let (guard, existing) = open(target)?;
+    let Some(bytes) = existing else {
+        return Ok(Removed::Nothing);
+    };
+    block::check_text(&bytes).map_err(|r| unsafe_(format!("{r}; nothing was changed")))?;
+    let bom_len = if bytes.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    };
+    let (bom, text) = bytes.split_at(bom_len);
+    let (start, end) = match block::scan(text) {
+        block::Scan::Block { start, end } => (start, end),
+        block::Scan::NoBlock => return Ok(Removed::Nothing),
+        block::Scan::Broken(reason) => {
+            return Err(unsafe_(format!(
+                "the pas-agent markers do not form one block: {reason}; nothing was changed"
+            )));
+        }
+    };
+    let (before, after) = (&text[..start], &text[end..]);
+    let owned = matches!(target.layout, Layout::Owned { .. });
+    if owned || (before.is_empty() && after.is_empty()) {
+        guard
+            .remove(&target.path, target.named)
+            .map_err(|e| refusal(target, e))?;
+        return Ok(Removed::File);
+    }
+    let mut out = bom.to_vec();
+    out.extend_from_slice(before);
+    out.extend_from_slice(after);
+    let peers: Vec<PathBuf> = crate::agents::AGENTS
+        .iter()
+        .map(|a| target.root.join(a.context_file))
+        .chain(std::iter::once(target.path.clone()))
+        .collect();
+    guard
+        .write(&target.path, &out, target.named, Links::KeepAmong(&peers))
+        .map_err(|e| refusal(target, e))?;
+    Ok(Removed::Block)
+}
+
 /// One agent's view that includes the target: the agent reads `file` at startup and, through
 /// its `@` imports, `others` that hold a pas-agent block too.
 struct View {
@@ -472,4 +760,45 @@ fn update_block(
             .map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(s: &str) -> crate::session::Session {
+        let t = "2026-01-01T00:00:00Z";
+        let uuid = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b";
+        serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "id": uuid, "project_name": "p", "created_at": t,
+            "updated_at": t, "task": { "description": s, "completed": ["a ## Git State"] },
+            "git": { "branch": "main", "commit": null, "dirty": false },
+            "checkpoints": [], "runs": []
+        }))
+        .unwrap()
+    }
+
+    /// `--check` compares the session's part of the block: the live sections (which render.rs
+    /// names) drop out, and nothing else does.
+    #[test]
+    fn the_live_sections_alone_drop_out_of_the_comparison() {
+        let render_rs = include_str!("render.rs");
+        for heading in LIVE_SECTIONS {
+            assert!(render_rs.contains(&format!("\"{heading}\\n")), "{heading}");
+        }
+        let s = session("Ship it");
+        let git = crate::session::model::GitRef {
+            branch: Some("feature".into()),
+            commit: Some("0123456789abcdef".into()),
+            dirty: true,
+            extra: Default::default(),
+        };
+        let with_git = block::make_block(&render::render(&s, Some(&git), None), "\r\n");
+        let without = render::render(&s, None, None);
+        assert!(with_git.contains("## Git State"));
+        assert_eq!(session_part(&with_git), session_part(&without));
+        assert!(session_part(&with_git).contains("_Exported by pas-agent"));
+        let other = render::render(&session("Ship it later"), None, None);
+        assert_ne!(session_part(&other), session_part(&without));
+    }
 }

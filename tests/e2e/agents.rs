@@ -211,6 +211,18 @@ fn claude_code_tui_runs_in_the_launchers_terminal_and_ctrl_c_reaches_it() {
         text.contains("Claude Code") && !text.contains('\u{1b}'),
         "{text}"
     );
+    // capture.txt is the screen as read: the reply is one whole line of it, and so is every
+    // line of the last screen a terminal emulator shows (the plain text before issue 13 had
+    // "Press   Ctrl-C again to exit": Claude redraws only the cells that change).
+    assert!(text.lines().any(|l| l.contains(REPLY)), "{text}");
+    let mut term = vt100::Parser::new(36, 110, 0);
+    term.process(&ansi);
+    for line in term.screen().contents().lines().map(str::trim_end) {
+        assert!(
+            line.is_empty() || text.lines().any(|t| t.trim_end() == line),
+            "{line:?} is not a line of capture.txt:\n{text}"
+        );
+    }
     assert!(mock.requests().iter().any(|r| r.body.contains(TASK)));
 }
 

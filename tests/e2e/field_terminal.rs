@@ -318,10 +318,10 @@ for piece in 'a' '\303' '\251\033' '[1;3' '1m' '\342\224' '\200' 'B\033]0' ';t' 
     let capture = last_run(&sb)["capture"].as_str().unwrap().to_string();
     let text = read(&sb.path(&capture).with_extension("txt"));
     assert_eq!(text, "xéC─😀y\naé─B😀Z\n");
-    // And the text is what the converter makes of the raw capture in one piece.
+    // And the text is what the screen makes of the raw capture in one piece.
     let ansi = std::fs::read(sb.path(&capture)).unwrap();
-    let whole = pas_agent::launch::capture::TextConverter::convert(&ansi);
-    assert_eq!(String::from_utf8_lossy(&whole), text);
+    let whole = pas_agent::launch::capture::ScreenText::render(&ansi, 80, 24);
+    assert_eq!(whole, text);
 }
 
 // ---- Item 5: streams that are not terminals reach their destination ----

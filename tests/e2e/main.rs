@@ -7,6 +7,7 @@ mod agents;
 mod commands;
 mod docs;
 mod export;
+mod exports;
 mod field_runs;
 mod field_terminal;
 mod git;
