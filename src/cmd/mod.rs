@@ -6,6 +6,7 @@ mod export;
 mod hook;
 mod init;
 mod list;
+mod mcp;
 mod merge;
 mod prompt;
 mod prune;
@@ -18,6 +19,7 @@ mod update;
 
 use std::path::PathBuf;
 
+pub use mcp::CONFIG_AGENTS as MCP_CONFIG_AGENTS;
 pub use prompt::stamp_dir;
 
 use crate::cli::Command;
@@ -56,6 +58,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Resolve => merge::resolve(),
         Command::Prune(a) => prune::run(a),
         Command::MergeDriver(a) => merge::driver(a),
+        Command::Mcp(a) => mcp::run(a),
     }
 }
 
@@ -65,7 +68,11 @@ pub fn dispatch(command: Command) -> Result<i32> {
 fn sets_up_driver(command: &Command) -> bool {
     !matches!(
         command,
-        Command::Prompt(_) | Command::Hook(_) | Command::MergeDriver(_) | Command::Init(_)
+        Command::Prompt(_)
+            | Command::Hook(_)
+            | Command::MergeDriver(_)
+            | Command::Init(_)
+            | Command::Mcp(_)
     )
 }
 
