@@ -421,7 +421,8 @@ fn prepare() -> Result<Project> {
 }
 
 /// A tool result: `text` for the model, `value` (strings cleaned as the text is) as the
-/// structured content.
+/// structured content. Some clients give the model only the structured content (Claude Code
+/// 2.1.197 does), so `value` carries the outcome in words too (`summary`, `numbering`).
 fn result(text: String, value: Value) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = Some(cleaned(value));
@@ -478,6 +479,7 @@ fn read() -> Result<CallToolResult> {
         let _ = writeln!(text, "Git:       {}", git_line(git));
     }
     let value = json!({
+        "numbering": "update_session's done and resolve take item numbers: 1 is the first item of a list",
         "root": project.root.to_string_lossy(),
         "session_file": project.session_path().to_string_lossy(),
         "project_name": session.project_name,
@@ -497,11 +499,11 @@ fn read() -> Result<CallToolResult> {
 fn update_tool(update: &Update) -> Result<CallToolResult> {
     let project = prepare()?;
     let task = super::update::apply(&project, update)?;
-    let mut text = super::update::summary(&task);
-    text.push('\n');
+    let summary = super::update::summary(&task);
+    let mut text = format!("{summary}\n");
     task_head(&task, &mut text);
     task_lists(&task, &mut text);
-    Ok(result(text, json!({ "task": task })))
+    Ok(result(text, json!({ "summary": summary, "task": task })))
 }
 
 /// `checkpoint`: [`super::checkpoint::take`], as `pas-agent checkpoint` runs it.
@@ -509,6 +511,7 @@ fn checkpoint_tool(message: &str) -> Result<CallToolResult> {
     let project = prepare()?;
     let taken = super::checkpoint::take(&project, message)?;
     let value = json!({
+        "summary": taken.report.trim_end().replace("\n  ", "; "),
         "number": taken.number,
         "message": taken.message,
         "files_changed": taken.files,

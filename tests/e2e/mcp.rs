@@ -121,10 +121,7 @@ impl Client {
 
     /// Calls `tool`; returns the call's result (a JSON-RPC error fails the test).
     fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        let r = self.request(
-            "tools/call",
-            json!({"name": tool, "arguments": arguments}),
-        );
+        let r = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
         assert!(r.get("error").is_none(), "{tool}: {r}");
         r["result"].clone()
     }
@@ -212,7 +209,10 @@ fn initialize_lists_the_tools_and_every_tool_and_the_resource_work() {
     let mut c = Client::start(&sb, ".", &[]);
     let init = c.initialize();
     let caps = &init["result"]["capabilities"];
-    assert!(caps["tools"].is_object() && caps["resources"].is_object(), "{init}");
+    assert!(
+        caps["tools"].is_object() && caps["resources"].is_object(),
+        "{init}"
+    );
     assert!(
         init["result"]["instructions"]
             .as_str()
@@ -273,7 +273,8 @@ fn initialize_lists_the_tools_and_every_tool_and_the_resource_work() {
         }),
     );
     assert!(
-        text(&r).starts_with("Session updated: 1 done, 3 remaining, 1 blocked; next: Token refresh"),
+        text(&r)
+            .starts_with("Session updated: 1 done, 3 remaining, 1 blocked; next: Token refresh"),
         "{}",
         text(&r)
     );
@@ -306,7 +307,10 @@ fn initialize_lists_the_tools_and_every_tool_and_the_resource_work() {
     c.call_ok("update_session", json!({"done": [1, 3], "resolve": [1]}));
     let t = task(&sb);
     assert_eq!(t["remaining"], json!(["Logout"]));
-    assert_eq!(t["completed"], json!(["Login form", "Token refresh", "Docs"]));
+    assert_eq!(
+        t["completed"],
+        json!(["Login form", "Token refresh", "Docs"])
+    );
     assert_eq!(t["blockers"], json!([]));
     assert_eq!(t["next_action"], Value::Null);
     c.call_ok("update_session", json!({"next": "Logout"}));
@@ -324,7 +328,10 @@ fn initialize_lists_the_tools_and_every_tool_and_the_resource_work() {
     assert_eq!(r["structuredContent"]["number"], 1);
     assert_eq!(r["structuredContent"]["files_changed"], 1);
     let list: Value = serde_json::from_str(&sb.ok(&["list", "--json"])).unwrap();
-    assert_eq!(list["checkpoints"][0]["message"], "login flow done", "{list}");
+    assert_eq!(
+        list["checkpoints"][0]["message"], "login flow done",
+        "{list}"
+    );
     let read = c.call_ok("read_session", json!({}));
     assert_eq!(read["structuredContent"]["checkpoints"], 1);
     assert_eq!(
@@ -335,8 +342,7 @@ fn initialize_lists_the_tools_and_every_tool_and_the_resource_work() {
     // The resource: the block `export` writes, as Markdown.
     let list = c.request("resources/list", Value::Null);
     assert_eq!(
-        list["result"]["resources"][0]["uri"],
-        "pas-agent://session",
+        list["result"]["resources"][0]["uri"], "pas-agent://session",
         "{list}"
     );
     assert_eq!(list["result"]["resources"][0]["mimeType"], "text/markdown");
@@ -347,7 +353,10 @@ fn initialize_lists_the_tools_and_every_tool_and_the_resource_work() {
     assert!(md.contains("# PAS-Agent Session Context"), "{md}");
     assert!(md.contains("Logout"), "{md}");
     let block = sb.ok(&["export", "--to", "claude", "-o", "-"]);
-    assert!(block.contains(md.trim_end()), "resource:\n{md}\nblock:\n{block}");
+    assert!(
+        block.contains(md.trim_end()),
+        "resource:\n{md}\nblock:\n{block}"
+    );
     c.finish();
 }
 
@@ -364,7 +373,11 @@ fn bad_requests_are_answered_and_the_server_keeps_serving() {
     c.send_raw(r#"{"jsonrpc":"2.0","id":"cut"#);
     c.alive();
     // JSON that is no JSON-RPC request: "Invalid request".
-    for line in [r#"[1,2]"#, r#"{"id":13}"#, r#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":"x"}"#] {
+    for line in [
+        r#"[1,2]"#,
+        r#"{"id":13}"#,
+        r#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":"x"}"#,
+    ] {
         c.send_raw(line);
         let r = c.recv();
         assert_eq!(r["error"]["code"], -32600, "{line}: {r}");
@@ -386,12 +399,32 @@ fn bad_requests_are_answered_and_the_server_keeps_serving() {
     // Wrong argument types and unknown arguments: tool errors naming the problem, nothing
     // changed.
     for (tool, args, says) in [
-        ("update_session", json!({"done": "1"}), "expected a sequence"),
+        (
+            "update_session",
+            json!({"done": "1"}),
+            "expected a sequence",
+        ),
         ("update_session", json!({"done": [-1]}), "invalid value"),
-        ("update_session", json!({"remaining": "One string"}), "expected a sequence"),
-        ("update_session", json!({"remaining": [1, 2]}), "expected a string"),
-        ("update_session", json!({"clear_next": "yes"}), "expected a boolean"),
-        ("update_session", json!({"decision": ["typo"]}), "unknown field `decision`"),
+        (
+            "update_session",
+            json!({"remaining": "One string"}),
+            "expected a sequence",
+        ),
+        (
+            "update_session",
+            json!({"remaining": [1, 2]}),
+            "expected a string",
+        ),
+        (
+            "update_session",
+            json!({"clear_next": "yes"}),
+            "expected a boolean",
+        ),
+        (
+            "update_session",
+            json!({"decision": ["typo"]}),
+            "unknown field `decision`",
+        ),
         ("checkpoint", json!({"message": 5}), "expected a string"),
         ("checkpoint", json!({}), "missing field `message`"),
     ] {
@@ -400,12 +433,37 @@ fn bad_requests_are_answered_and_the_server_keeps_serving() {
     }
     // The CLI's own refusals, with its message and exit code.
     for (tool, args, says, code) in [
-        ("update_session", json!({"done": [2]}), "there is no item #2 in remaining: the remaining list has 1 item", 2),
-        ("update_session", json!({"resolve": [5]}), "there is no item #5 in blockers", 2),
-        ("update_session", json!({"task": "   "}), "the task description cannot be empty", 2),
+        (
+            "update_session",
+            json!({"done": [2]}),
+            "there is no item #2 in remaining: the remaining list has 1 item",
+            2,
+        ),
+        (
+            "update_session",
+            json!({"resolve": [5]}),
+            "there is no item #5 in blockers",
+            2,
+        ),
+        (
+            "update_session",
+            json!({"task": "   "}),
+            "the task description cannot be empty",
+            2,
+        ),
         ("update_session", json!({}), "nothing to update", 1),
-        ("update_session", json!({"remaining": ["  "]}), "nothing to update", 1),
-        ("checkpoint", json!({"message": " \n "}), "the checkpoint message cannot be empty", 2),
+        (
+            "update_session",
+            json!({"remaining": ["  "]}),
+            "nothing to update",
+            1,
+        ),
+        (
+            "checkpoint",
+            json!({"message": " \n "}),
+            "the checkpoint message cannot be empty",
+            2,
+        ),
     ] {
         let (shown, structured) = c.call_err(tool, args.clone());
         assert!(shown.contains(says), "{tool} {args}: {shown}");
@@ -526,7 +584,10 @@ fn damaged_newer_and_missing_sessions_are_tool_errors_with_the_clis_message() {
         ("checkpoint", json!({"message": "m"})),
     ] {
         let (shown, structured) = c.call_err(tool, args);
-        assert!(shown.contains(&cli_first), "{tool}: {shown}\nCLI: {cli_first}");
+        assert!(
+            shown.contains(&cli_first),
+            "{tool}: {shown}\nCLI: {cli_first}"
+        );
         assert!(shown.contains("the file was left unchanged"), "{shown}");
         assert_eq!(structured["exit_code"], 5);
     }
@@ -640,7 +701,10 @@ fn mcp_config_snippets_are_read_by_each_agent() {
         r#"{"enabledMcpjsonServers":["pas-agent"]}"#,
     );
     let out = agent_out(&sb, "claude", &["mcp", "list"]);
-    assert!(out.contains("pas-agent") && out.contains("Connected"), "{out}");
+    assert!(
+        out.contains("pas-agent") && out.contains("Connected"),
+        "{out}"
+    );
 
     require_agent("codex", "@openai/codex");
     let (codex, hint) = snippet("codex");
@@ -655,16 +719,26 @@ fn mcp_config_snippets_are_read_by_each_agent() {
     let (gemini, _) = snippet("gemini");
     sb.write(".gemini/settings.json", &gemini);
     let out = agent_out(&sb, "gemini", &["mcp", "list"]);
-    assert!(out.contains("pas-agent") && out.contains("Connected"), "{out}");
+    assert!(
+        out.contains("pas-agent") && out.contains("Connected"),
+        "{out}"
+    );
 
     require_agent("opencode", "opencode-ai");
     let (opencode, _) = snippet("opencode");
     sb.write("opencode.json", &opencode);
     let out = agent_out(&sb, "opencode", &["mcp", "list"]);
-    assert!(out.contains("pas-agent") && out.contains("connected"), "{out}");
+    assert!(
+        out.contains("pas-agent") && out.contains("connected"),
+        "{out}"
+    );
 
     // Agents without a snippet are refused by the parser.
-    let out = sb.cmd().args(["mcp", "--config", "aider"]).output().unwrap();
+    let out = sb
+        .cmd()
+        .args(["mcp", "--config", "aider"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -682,7 +756,10 @@ fn run_mcp_refuses_agents_without_a_per_run_option() {
         let out = sb.cmd().args(["run", "--mcp", agent]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{agent}: {err}");
-        assert!(err.contains("no option to add an MCP server for one run"), "{err}");
+        assert!(
+            err.contains("no option to add an MCP server for one run"),
+            "{err}"
+        );
         assert!(err.contains(says), "{err}");
     }
     let out = sb
@@ -709,7 +786,7 @@ fn claude_code_records_progress_through_pas_agent_mcp() {
         if !req.path.starts_with("/v1/messages") || req.body.contains("\"tool_result\"") {
             return None;
         }
-        let name = offered_tool(body, "update_session")?;
+        let (_, name) = offered_tool(body, "update_session")?;
         Some(anthropic_tool_call(
             body,
             &name,
@@ -743,7 +820,15 @@ fn claude_code_records_progress_through_pas_agent_mcp() {
         requests
             .iter()
             .any(|r| r.body.contains("tool_result") && r.body.contains("Session updated: 1 done")),
-        "the tool's answer reached the model"
+        "the tool's answer reached the model: {:?}",
+        requests
+            .iter()
+            .filter(|r| r.body.contains("tool_result"))
+            .map(|r| r
+                .body
+                .find("\"tool_result\"")
+                .map(|i| r.body[i.saturating_sub(200)..(i + 1500).min(r.body.len())].to_string()))
+            .collect::<Vec<_>>()
     );
     let run = crate::common::last_run(&sb);
     let argv: Vec<&str> = run["argv"]
@@ -764,24 +849,57 @@ fn codex_records_progress_through_pas_agent_mcp() {
         if !req.path.starts_with("/v1/responses") || req.body.contains("function_call_output") {
             return None;
         }
-        let name = offered_tool(body, "update_session")?;
+        let (namespace, name) = offered_tool(body, "update_session")?;
         Some(openai_tool_call(
+            namespace.as_deref(),
             &name,
             &json!({"completed": [ITEM], "next": "Ship it"}),
         ))
     });
     sb.env.push(("OPENAI_API_KEY".into(), "sk-test".into()));
-    let mut args = vec!["run".to_string(), "--mcp".into(), "codex".into(), "--".into()];
+    let mut args = vec![
+        "run".to_string(),
+        "--mcp".into(),
+        "codex".into(),
+        "--".into(),
+    ];
     args.extend(codex_args(&mock.base(), "Record your progress"));
     let out = sb.ok(&args);
     let t = task(&sb);
-    assert_eq!(t["completed"], json!([ITEM]), "{t}\n{out}");
+    let offered: Vec<String> = mock
+        .model_requests("/v1/responses")
+        .iter()
+        .map(|r| {
+            let body: Value = serde_json::from_str(&r.body).unwrap_or_default();
+            body["tools"]
+                .as_array()
+                .map(|t| {
+                    t.iter()
+                        .map(|t| {
+                            if t["type"] == "namespace" {
+                                t.to_string().chars().take(700).collect()
+                            } else {
+                                format!("{}:{}", t["type"], t["name"])
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        t["completed"],
+        json!([ITEM]),
+        "{t}\n{out}\ntools offered: {offered:?}"
+    );
     assert_eq!(t["next_action"], "Ship it");
     let requests = mock.model_requests("/v1/responses");
     assert!(
         requests
             .iter()
-            .any(|r| r.body.contains("function_call_output") && r.body.contains("Session updated: 1 done")),
+            .any(|r| r.body.contains("function_call_output")
+                && r.body.contains("Session updated: 1 done")),
         "the tool's answer reached the model"
     );
 }

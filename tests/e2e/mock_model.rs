@@ -402,17 +402,32 @@ fn scripted(req: &Request, body: &Value, state: &Mutex<State>) -> Option<Reply> 
 
 impl Mock {
     /// Lets `script` answer requests before the usual replies (see [`Script`]).
-    pub fn script(&self, script: impl Fn(&Request, &Value) -> Option<Reply> + Send + Sync + 'static) {
+    pub fn script(
+        &self,
+        script: impl Fn(&Request, &Value) -> Option<Reply> + Send + Sync + 'static,
+    ) {
         self.state.lock().unwrap().script = Some(Arc::new(script));
     }
 }
 
 /// The name of the first tool offered in a Messages or Responses request `body` whose name
-/// contains `needle` (the agents prefix MCP tools with the server's name, each its own way).
-pub fn offered_tool(body: &Value, needle: &str) -> Option<String> {
+/// contains `needle` (the agents prefix MCP tools with the server's name, each its own way),
+/// with the namespace it is offered in, if any (Codex offers each MCP server's tools as a
+/// Responses API `namespace` tool).
+pub fn offered_tool(body: &Value, needle: &str) -> Option<(Option<String>, String)> {
     body["tools"].as_array()?.iter().find_map(|t| {
-        let name = t["name"].as_str().or_else(|| t["function"]["name"].as_str())?;
-        name.contains(needle).then(|| name.to_string())
+        if t["type"] == "namespace" {
+            let ns = t["name"].as_str()?;
+            return t["tools"].as_array()?.iter().find_map(|f| {
+                let name = f["name"].as_str()?;
+                name.contains(needle)
+                    .then(|| (Some(ns.to_string()), name.to_string()))
+            });
+        }
+        let name = t["name"]
+            .as_str()
+            .or_else(|| t["function"]["name"].as_str())?;
+        name.contains(needle).then(|| (None, name.to_string()))
     })
 }
 
@@ -453,11 +468,16 @@ pub fn anthropic_tool_call(body: &Value, name: &str, input: &Value) -> Reply {
     ("200 OK", "text/event-stream", sse(&events))
 }
 
-/// A Responses API stream that calls the function `name` with `arguments`.
-pub fn openai_tool_call(name: &str, arguments: &Value) -> Reply {
+/// A Responses API stream that calls the function `name` (of `namespace`, if given) with
+/// `arguments`.
+pub fn openai_tool_call(namespace: Option<&str>, name: &str, arguments: &Value) -> Reply {
     let item = |status: &str| {
-        json!({"type": "function_call", "id": "fc_mock_mcp", "call_id": "call_mock_mcp", "name": name,
-            "arguments": arguments.to_string(), "status": status})
+        let mut item = json!({"type": "function_call", "id": "fc_mock_mcp", "call_id": "call_mock_mcp", "name": name,
+            "arguments": arguments.to_string(), "status": status});
+        if let Some(ns) = namespace {
+            item["namespace"] = json!(ns);
+        }
+        item
     };
     let response = |status: &str, output: Value| {
         json!({"id": "resp_mock_tool", "object": "response", "created_at": 1, "status": status, "model": "mock", "output": output,
