@@ -64,7 +64,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
 
 /// Whether a command first sets up the session merge driver in a clone whose
 /// `.gitattributes` asks for it (docs/teams.md): every command that works on a session but the
-/// prompt (kept cheap) and the driver itself.
+/// prompt (kept cheap) and the driver itself. `mcp` does it at each tool call instead.
 fn sets_up_driver(command: &Command) -> bool {
     !matches!(
         command,
