@@ -531,3 +531,64 @@ fn markdown() -> Result<String> {
     let (repo, tree) = live(&project, detail);
     Ok(crate::export::content(&session, tree.as_ref(), repo.as_ref()).0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Paths with quotes, backslashes and spaces reach the agents' configuration intact: the
+    /// values are JSON (Claude Code) and TOML basic strings and arrays, whose escapes JSON's are.
+    #[test]
+    fn run_args_quote_paths_for_each_agent() {
+        let exe = Path::new("/opt/my \"tools\"\\bin/pas-agent");
+        let root = Path::new("/work/a b");
+        let claude = strings(&run_args(crate::agents::by_name("claude"), exe, root).unwrap());
+        assert_eq!(claude.len(), 1);
+        let config: Value =
+            serde_json::from_str(claude[0].strip_prefix("--mcp-config=").unwrap()).unwrap();
+        let server = &config["mcpServers"]["pas-agent"];
+        assert_eq!(server["command"], exe.to_str().unwrap());
+        assert_eq!(server["args"], json!(["-C", "/work/a b", "mcp"]));
+
+        let codex = strings(&run_args(crate::agents::by_name("codex"), exe, root).unwrap());
+        assert_eq!(codex[0], "-c");
+        let command = codex[1]
+            .strip_prefix("mcp_servers.pas-agent.command=")
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<String>(command).unwrap(),
+            exe.to_str().unwrap()
+        );
+        assert_eq!(codex[2], "-c");
+        assert_eq!(
+            codex[3],
+            r#"mcp_servers.pas-agent.args=["-C","/work/a b","mcp"]"#
+        );
+
+        for other in ["gemini", "opencode", "aider", "goose"] {
+            let e = run_args(crate::agents::by_name(other), exe, root).unwrap_err();
+            assert_eq!(e.exit_code(), crate::error::exit::USAGE, "{other}");
+        }
+        assert!(run_args(None, exe, root).is_err());
+    }
+
+    /// Every agent `--config` accepts has a snippet.
+    #[test]
+    fn every_config_agent_has_a_snippet() {
+        for name in CONFIG_AGENTS {
+            let agent = crate::agents::by_name(name).unwrap();
+            let (snippet, hint) = config_snippet(agent).unwrap();
+            assert!(
+                snippet.contains("pas-agent") && snippet.contains("mcp"),
+                "{name}"
+            );
+            assert!(hint.starts_with("# "), "{name}");
+        }
+    }
+}

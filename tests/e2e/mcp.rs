@@ -372,6 +372,13 @@ fn bad_requests_are_answered_and_the_server_keeps_serving() {
     c.send_raw("this is not json {");
     c.send_raw(r#"{"jsonrpc":"2.0","id":"cut"#);
     c.alive();
+    // A line longer than the transport reads (16 MiB): dropped, and the server goes on.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{{"name":"update_session","arguments":{{"remaining":["{}"]}}}}}}"#,
+        "x".repeat(17 << 20)
+    );
+    c.send_raw(&huge);
+    c.alive();
     // JSON that is no JSON-RPC request: "Invalid request".
     for line in [
         r#"[1,2]"#,
@@ -503,13 +510,16 @@ struct LockHolder(Child);
 
 impl LockHolder {
     fn hold(path: &Path) -> LockHolder {
-        let child = std::process::Command::new("flock")
-            .arg("--no-fork")
-            .arg(path)
-            .args(["sleep", "120"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("flock(1) from util-linux");
+        // Dropped (killed and waited for) on every path, a failed assertion included.
+        let holder = LockHolder(
+            std::process::Command::new("flock")
+                .arg("--no-fork")
+                .arg(path)
+                .args(["sleep", "120"])
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("flock(1) from util-linux"),
+        );
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let probe = std::process::Command::new("flock")
@@ -519,7 +529,7 @@ impl LockHolder {
                 .status()
                 .unwrap();
             if !probe.success() {
-                return LockHolder(child);
+                return holder;
             }
             assert!(Instant::now() < deadline, "flock never took the lock");
             std::thread::sleep(Duration::from_millis(20));
@@ -605,7 +615,7 @@ fn damaged_newer_and_missing_sessions_are_tool_errors_with_the_clis_message() {
     // Newer: refused, untouched.
     let mut newer: Value = serde_json::from_str(&good).unwrap();
     newer["schema_version"] = json!(99);
-    sb.write(SESSION, &newer.to_string());
+    sb.write(SESSION, newer.to_string());
     let newer_bytes = sb.bytes(SESSION);
     let (shown, structured) = c.call_err("update_session", json!({"next": "x"}));
     assert!(shown.contains("schema version 99 is newer"), "{shown}");
