@@ -187,8 +187,7 @@ pub fn run_args(agent: Option<&Agent>, exe: &Path, root: &Path) -> Result<Vec<Os
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateParams {
-    /// Replace the task description (what the whole session is about). Rarely needed; must not
-    /// be blank.
+    /// Replace the task description (what the whole session is about); rarely needed, not blank.
     #[serde(default)]
     pub task: Option<String>,
     /// Replace the objective (what the task aims at). An empty string clears it.
@@ -200,11 +199,16 @@ pub struct UpdateParams {
     /// Clear the next action (wins over `next`).
     #[serde(default)]
     pub clear_next: bool,
-    /// Numbers of remaining items that are now done, as read_session numbers them (1 is the
-    /// first remaining item). They move to the completed list.
+    /// Numbers of remaining items now done, as read_session shows them (1 is the first); they
+    /// move to the completed list.
+    #[schemars(
+        description = "Numbers of remaining items now done, as read_session shows them (1 is the first remaining item); they move to the completed list.",
+        inner(range(min = 1))
+    )]
     #[serde(default)]
     pub done: Vec<usize>,
     /// Numbers of blockers that no longer block, as read_session numbers them; they are dropped.
+    #[schemars(inner(range(min = 1)))]
     #[serde(default)]
     pub resolve: Vec<usize>,
     /// Items to add to the completed list (work finished that was not a remaining item).
