@@ -77,6 +77,19 @@ pub enum Command {
     /// The git merge driver for session.json (`merge-driver %O %A %B %P`, set up by `init`),
     /// or `merge-driver --install` to set it up in this repository.
     MergeDriver(MergeDriverArgs),
+    /// Serve this session to agents over the Model Context Protocol (stdio): tools to read
+    /// and update it and take checkpoints (docs/mcp.md). `--config AGENT` prints the snippet
+    /// that registers the server with that agent.
+    Mcp(McpArgs),
+}
+
+/// `mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Print the snippet for this agent's MCP settings instead of serving (claude, codex,
+    /// gemini, opencode); where it goes is said on stderr.
+    #[arg(long, value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::cmd::MCP_CONFIG_AGENTS))]
+    pub config: Option<String>,
 }
 
 /// `prune`.
@@ -324,6 +337,10 @@ pub struct RunArgs {
     /// output capture). Also PAS_AGENT_NO_PTY=1.
     #[arg(long)]
     pub no_pty: bool,
+    /// Give the agent the pas-agent MCP server (`pas-agent mcp`) for this run only: Claude
+    /// Code through --mcp-config, Codex through -c mcp_servers.… (docs/mcp.md).
+    #[arg(long)]
+    pub mcp: bool,
     /// Arguments for the agent: what follows its name (`run codex exec "fix it"`). pas-agent's
     /// own options go before the agent's first argument; after `--` everything is the agent's.
     #[arg(

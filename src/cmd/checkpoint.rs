@@ -7,6 +7,7 @@ use crate::cli::CheckpointArgs;
 use crate::display::count;
 use crate::error::{Error, Result};
 use crate::git::Detail;
+use crate::session::Project;
 use crate::session::ops;
 use crate::term::{clean_line, prompt_line};
 
@@ -22,13 +23,38 @@ pub fn run(args: CheckpointArgs) -> Result<i32> {
     } else {
         typed
     };
+    let taken = take(&project, &message)?;
+    crate::term::print(&taken.report)?;
+    Ok(0)
+}
+
+/// A checkpoint [`take`] saved.
+pub(crate) struct Taken {
+    /// Its 1-based number.
+    pub number: usize,
+    /// Its message, trimmed.
+    pub message: String,
+    /// How many changed files it records; `None` when git was not read (outside git, or git
+    /// failed).
+    pub files: Option<usize>,
+    /// What `pas-agent checkpoint` prints: `Checkpoint #N saved: …` and a line about the
+    /// files, cleaned, ending in a newline.
+    pub report: String,
+}
+
+/// Takes a checkpoint of the session of `project` with `message`, as `pas-agent checkpoint`
+/// does: git is read before the lock, the checkpoint is added under it. Shared with the MCP
+/// server's `checkpoint` tool.
+///
+/// Errors: [`Error::Usage`] for a blank message; those of [`Project::modify`].
+pub(crate) fn take(project: &Project, message: &str) -> Result<Taken> {
     let message = message.trim().to_string();
     if message.is_empty() {
         return Err(Error::Usage(
             "the checkpoint message cannot be empty".into(),
         ));
     }
-    let seen = seen(&project, Detail::Files);
+    let seen = seen(project, Detail::Files);
     let tree = seen.tree;
     let now = Utc::now();
     let number = project.modify(|s| {
@@ -45,9 +71,14 @@ pub fn run(args: CheckpointArgs) -> Result<i32> {
         None if seen.unknown => "git could not be read: no files recorded".to_string(),
         None => "not in a git repository: no files recorded".to_string(),
     };
-    crate::term::print(&format!(
+    let report = format!(
         "Checkpoint #{number} saved: {}\n  {files}\n",
         clean_line(&message)
-    ))?;
-    Ok(0)
+    );
+    Ok(Taken {
+        number,
+        message,
+        files: tree.as_ref().map(|t| t.files.len()),
+        report,
+    })
 }

@@ -6,6 +6,7 @@ mod export;
 mod hook;
 mod init;
 mod list;
+mod mcp;
 mod merge;
 mod prompt;
 mod prune;
@@ -18,6 +19,7 @@ mod update;
 
 use std::path::PathBuf;
 
+pub use mcp::CONFIG_AGENTS as MCP_CONFIG_AGENTS;
 pub use prompt::stamp_dir;
 
 use crate::cli::Command;
@@ -56,16 +58,21 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Resolve => merge::resolve(),
         Command::Prune(a) => prune::run(a),
         Command::MergeDriver(a) => merge::driver(a),
+        Command::Mcp(a) => mcp::run(a),
     }
 }
 
 /// Whether a command first sets up the session merge driver in a clone whose
 /// `.gitattributes` asks for it (docs/teams.md): every command that works on a session but the
-/// prompt (kept cheap) and the driver itself.
+/// prompt (kept cheap) and the driver itself. `mcp` does it at each tool call instead.
 fn sets_up_driver(command: &Command) -> bool {
     !matches!(
         command,
-        Command::Prompt(_) | Command::Hook(_) | Command::MergeDriver(_) | Command::Init(_)
+        Command::Prompt(_)
+            | Command::Hook(_)
+            | Command::MergeDriver(_)
+            | Command::Init(_)
+            | Command::Mcp(_)
     )
 }
 

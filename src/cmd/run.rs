@@ -202,7 +202,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     let context_exists = program
         .agent
         .is_some_and(|a| !args.no_export || project.root.join(a.context_file).exists());
-    let (agent_args, chosen, resumed) = agent_args(
+    let (mut agent_args, chosen, resumed) = agent_args(
         program.agent,
         rest,
         args.resume,
@@ -210,6 +210,12 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         &cwd,
         context_exists,
     )?;
+    if args.mcp {
+        let exe = std::env::current_exe().map_err(|e| Error::io("the pas-agent executable", e))?;
+        let mut with = super::mcp::run_args(program.agent, &exe, &project.root)?;
+        with.append(&mut agent_args);
+        agent_args = with;
+    }
 
     let run_id = Uuid::new_v4();
     let capture = match capture::limit().filter(|_| use_pty) {

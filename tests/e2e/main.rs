@@ -15,6 +15,7 @@ mod hooks;
 mod hooks_tmux;
 mod launcher;
 mod launcher_support;
+mod mcp;
 mod mock_model;
 mod perf;
 mod run;

@@ -34,6 +34,7 @@ pub struct Request {
 struct State {
     requests: Vec<Request>,
     claude_write: Option<(String, String)>,
+    script: Option<Script>,
 }
 
 /// A running mock. Its listener thread lives as long as the test process; each test has its
@@ -231,6 +232,9 @@ fn respond(req: &Request, state: &Mutex<State>) -> (&'static str, &'static str, 
         return ("404 Not Found", "text/plain", String::new());
     }
     let body: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+    if let Some(reply) = scripted(req, &body, state) {
+        return reply;
+    }
     if path.starts_with("/v1/messages/count_tokens") {
         return (
             "200 OK",
@@ -378,4 +382,128 @@ fn openai_responses() -> String {
 fn gemini_reply() -> Value {
     json!({"candidates": [{"content": {"role": "model", "parts": [{"text": REPLY}]}, "finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}, "modelVersion": "mock"})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scripted replies (the MCP tests, tests/e2e/mcp.rs). A test sets a [`Script`]; it sees every
+// POST first and either answers it or returns `None` for the mock's usual reply, so without a
+// script nothing above changes.
+
+/// A reply chosen by a test: `(status, content type, body)`, or `None` for the usual reply.
+pub type Reply = (&'static str, &'static str, String);
+
+/// A test's hook over the requests: sees each POST (the request and its body as JSON).
+pub type Script = Arc<dyn Fn(&Request, &Value) -> Option<Reply> + Send + Sync>;
+
+fn scripted(req: &Request, body: &Value, state: &Mutex<State>) -> Option<Reply> {
+    let script = state.lock().unwrap().script.clone()?;
+    script(req, body)
+}
+
+impl Mock {
+    /// Lets `script` answer requests before the usual replies (see [`Script`]).
+    pub fn script(
+        &self,
+        script: impl Fn(&Request, &Value) -> Option<Reply> + Send + Sync + 'static,
+    ) {
+        self.state.lock().unwrap().script = Some(Arc::new(script));
+    }
+}
+
+/// The name of the first tool offered in a Messages or Responses request `body` whose name
+/// contains `needle` (the agents prefix MCP tools with the server's name, each its own way),
+/// with the namespace it is offered in, if any (Codex offers each MCP server's tools as a
+/// Responses API `namespace` tool).
+pub fn offered_tool(body: &Value, needle: &str) -> Option<(Option<String>, String)> {
+    body["tools"].as_array()?.iter().find_map(|t| {
+        if t["type"] == "namespace" {
+            let ns = t["name"].as_str()?;
+            return t["tools"].as_array()?.iter().find_map(|f| {
+                let name = f["name"].as_str()?;
+                name.contains(needle)
+                    .then(|| (Some(ns.to_string()), name.to_string()))
+            });
+        }
+        let name = t["name"]
+            .as_str()
+            .or_else(|| t["function"]["name"].as_str())?;
+        name.contains(needle).then(|| (None, name.to_string()))
+    })
+}
+
+/// A Messages API reply (streamed when the request asked for it) that calls the tool `name`
+/// with `input`.
+pub fn anthropic_tool_call(body: &Value, name: &str, input: &Value) -> Reply {
+    let model = body["model"].as_str().unwrap_or("claude-mock").to_string();
+    let usage = json!({"input_tokens": 10, "output_tokens": 5});
+    if body["stream"] != true {
+        let msg = json!({"id": "msg_mock_tool", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "tool_use", "id": "toolu_mock_mcp", "name": name, "input": input}],
+            "stop_reason": "tool_use", "stop_sequence": null, "usage": usage});
+        return ("200 OK", "application/json", msg.to_string());
+    }
+    let events = [
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_mock_tool", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_mock_mcp", "name": name, "input": {}}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ];
+    ("200 OK", "text/event-stream", sse(&events))
+}
+
+/// A Responses API stream that calls the function `name` (of `namespace`, if given) with
+/// `arguments`.
+pub fn openai_tool_call(namespace: Option<&str>, name: &str, arguments: &Value) -> Reply {
+    let item = |status: &str| {
+        let mut item = json!({"type": "function_call", "id": "fc_mock_mcp", "call_id": "call_mock_mcp", "name": name,
+            "arguments": arguments.to_string(), "status": status});
+        if let Some(ns) = namespace {
+            item["namespace"] = json!(ns);
+        }
+        item
+    };
+    let response = |status: &str, output: Value| {
+        json!({"id": "resp_mock_tool", "object": "response", "created_at": 1, "status": status, "model": "mock", "output": output,
+            "usage": {"input_tokens": 10, "input_tokens_details": null, "output_tokens": 5, "output_tokens_details": null, "total_tokens": 15}})
+    };
+    let body = sse(&[
+        (
+            "response.created",
+            json!({"type": "response.created", "response": response("in_progress", json!([]))}),
+        ),
+        (
+            "response.output_item.added",
+            json!({"type": "response.output_item.added", "output_index": 0, "item": item("in_progress")}),
+        ),
+        (
+            "response.function_call_arguments.done",
+            json!({"type": "response.function_call_arguments.done", "item_id": "fc_mock_mcp", "output_index": 0, "arguments": arguments.to_string()}),
+        ),
+        (
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0, "item": item("completed")}),
+        ),
+        (
+            "response.completed",
+            json!({"type": "response.completed", "response": response("completed", json!([item("completed")]))}),
+        ),
+    ]);
+    ("200 OK", "text/event-stream", body)
 }
