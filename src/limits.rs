@@ -48,6 +48,15 @@ pub const REGISTRY: Limit = Limit {
     hint: "`pas-agent runs --all` removes the entries of runs whose launcher is gone",
 };
 
+/// An agent's own session file (a Claude Code transcript, a Codex rollout, a Gemini CLI chat,
+/// an OpenCode export) read after a run for its words ([`crate::transcript`]): 64 MiB. pas-agent
+/// never writes these; a larger one is not read, and the run records why.
+pub const TRANSCRIPT: Limit = Limit {
+    bytes: 64 * 1024 * 1024,
+    what: "agent transcript",
+    hint: "pas-agent only reads agent transcripts",
+};
+
 impl Limit {
     /// Refuses a write of `len` bytes when it is over the limit. The message (the caller's
     /// error names the file) gives both sizes and what to do, and says nothing was written.

@@ -379,7 +379,8 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                 None => session_id::discover(&finished),
             }
         });
-    match record::finish(&project, &plan, started, exit, agent_session) {
+    let words = record::words(program.agent, &agent_session, &cwd, started_at);
+    match record::finish(&project, &plan, started, exit, agent_session, &words) {
         Ok(done) => {
             if let Some(why) = &done.session_note {
                 warn(&format!(
