@@ -23,7 +23,8 @@ pub fn run(args: ExportArgs) -> Result<i32> {
     if args.output.as_deref() == Some(std::path::Path::new("-")) {
         // The block alone, on stdout: nothing is written, so no lock is needed.
         let session = project.load()?;
-        let (content, _) = export::content(&session, tree.as_ref(), repo.as_ref());
+        let (content, _) =
+            export::content_within(&session, tree.as_ref(), repo.as_ref(), agent.read_limit);
         crate::term::print(&export::block::make_block(&content, "\n"))?;
         return Ok(0);
     }
