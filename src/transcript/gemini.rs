@@ -84,13 +84,26 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
     let mut c = Collector::default();
     // Messages by id, latest version, in first-seen order.
     let mut order: Vec<String> = Vec::new();
-    let mut messages: std::collections::HashMap<String, Value> = Default::default();
+    // A resumed session rewrites its earlier messages with the resume's time: a message's
+    // time is the earliest it was written with.
+    let mut messages: std::collections::HashMap<String, (Option<DateTime<Utc>>, Value)> =
+        Default::default();
     let mut keep = |m: &Value| {
         let Some(id) = m["id"].as_str() else { return };
-        if !messages.contains_key(id) {
-            order.push(id.to_string());
+        let t = time_of(&m["timestamp"]);
+        match messages.get_mut(id) {
+            Some((first, value)) => {
+                *first = match (*first, t) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                *value = m.clone();
+            }
+            None => {
+                order.push(id.to_string());
+                messages.insert(id.to_string(), (t, m.clone()));
+            }
         }
-        messages.insert(id.to_string(), m.clone());
     };
     let whole = serde_json::from_str::<Value>(text)
         .ok()
@@ -121,8 +134,8 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
         }
     }
     for id in order {
-        let m = &messages[&id];
-        if time_of(&m["timestamp"]).is_none_or(|t| t < since) {
+        let (first, m) = &messages[&id];
+        if first.is_none_or(|t| t < since) {
             continue;
         }
         match m["type"].as_str().unwrap_or_default() {
@@ -165,6 +178,8 @@ mod tests {
             r#"{"id":"b","timestamp":"2026-01-02T00:00:01Z","type":"user","content":[{"text":"new"}]}"#,
             r#"{"id":"g","timestamp":"2026-01-02T00:00:02Z","type":"gemini","content":"reply","model":"gemini-x","tokens":{"input":3,"output":1,"cached":0}}"#,
             r#"{"$set":{"lastUpdated":"2026-01-02T00:00:02Z"}}"#,
+            // A resume rewrites the old message with its own time: still old.
+            r#"{"$set":{"messages":[{"id":"a","timestamp":"2026-01-02T00:00:03Z","type":"user","content":[{"text":"old"}]}]}}"#,
         ]
         .join("\n");
         let since = time_of(&"2026-01-01T12:00:00Z".into()).unwrap();
