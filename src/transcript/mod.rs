@@ -387,6 +387,19 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_answer_and_long_prompts_are_cut() {
+        let mut c = Collector::default();
+        c.prompt(&"p".repeat(100_000));
+        c.answer(&"é".repeat(1_000_000));
+        let t = c.finish(Path::new("/x"));
+        assert_eq!(t.prompts[0].chars().count(), MAX_PROMPT_CHARS);
+        assert!(t.prompts[0].ends_with('…'));
+        let answer = t.last_answer.unwrap();
+        assert_eq!(answer.chars().count(), MAX_ANSWER_CHARS);
+        assert!(t.answer_truncated);
+    }
+
+    #[test]
     fn an_unknown_agent_or_a_missing_id_says_why() {
         let now = Utc::now();
         let t = read("aider", "x", Path::new("/"), now, None);

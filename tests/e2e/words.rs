@@ -172,6 +172,45 @@ fn gemini_clis_answer_is_recorded_and_a_resume_records_only_new_turns() {
     );
 }
 
+#[test]
+fn opencodes_answer_is_recorded_through_its_own_export() {
+    require_agent("opencode", "opencode-ai");
+    let sb = session();
+    let mock = Mock::start();
+    let config = sb.home.join(".config/opencode");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("opencode.json"),
+        format!(
+            r#"{{"provider":{{"openai":{{"options":{{"baseURL":"{}/v1","apiKey":"sk-test"}}}}}},"model":"openai/gpt-4o","autoupdate":false,"share":"disabled"}}"#,
+            mock.base()
+        ),
+    )
+    .unwrap();
+    sb.ok(&["run", "opencode", "--", "run", "Say hello to the ledger"]);
+    let run = last_run(&sb);
+    let t = transcript(&run);
+    assert_eq!(t["last_answer"], REPLY, "{t:#}");
+    assert_eq!(t["model"], "gpt-4o");
+    // OpenCode stores the words of `opencode run` as one message (quoting those with spaces).
+    let asked = prompts(&run);
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].contains("Say hello to the ledger"), "{asked:?}");
+    sb.ok(&[
+        "run",
+        "opencode",
+        "--resume",
+        "--",
+        "run",
+        "Next step please",
+    ]);
+    let resumed = last_run(&sb);
+    assert_eq!(resumed["agent_session_id"], run["agent_session_id"]);
+    let asked = prompts(&resumed);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("Next step please"), "{asked:?}");
+}
+
 /// Runs the real Claude Code through a wrapper that does `damage` to its transcript after it
 /// exits (before pas-agent reads it): the run is recorded in full, and says why the words are
 /// missing.
