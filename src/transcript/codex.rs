@@ -19,12 +19,14 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use super::{Collector, Transcript, json_lines, read_file, text_of, time_of};
+use super::{Collector, Transcript, json_lines, read_file, text_of, time_of, together};
 
-/// The rollout of session `id`: `hint` when it is a file, else the newest
-/// `sessions/**/rollout-*-<id>.jsonl`.
+/// The rollout of session `id`: `hint` when it is a file, else every
+/// `sessions/**/rollout-*-<id>.jsonl` (a session resumed another day may be written to a new
+/// file; the files are read oldest first).
 pub fn read(id: &str, _cwd: &Path, since: DateTime<Utc>, hint: Option<&Path>) -> Transcript {
-    let Some(path) = find(id, hint) else {
+    let paths = find(id, hint);
+    let Some(newest) = paths.last() else {
         return Transcript::missing(format!(
             "no Codex rollout of session {id} was found under {}",
             crate::launch::session_id::codex_dir()
@@ -32,12 +34,32 @@ pub fn read(id: &str, _cwd: &Path, since: DateTime<Utc>, hint: Option<&Path>) ->
                 .unwrap_or_else(|| "~/.codex/sessions (no HOME)".into())
         ));
     };
-    match read_file(&path) {
-        Ok(text) => parse(&text, since).finish(&path),
-        Err(why) => Transcript::missing(why),
+    let limit = crate::limits::TRANSCRIPT;
+    let mut text = String::new();
+    for path in &paths {
+        match read_file(path) {
+            Ok(t) => {
+                text.push_str(&t);
+                text.push('\n');
+            }
+            Err(why) => return Transcript::missing(why),
+        }
+        // Together, the rollouts are held to one transcript's limit.
+        if text.len() as u64 > limit.bytes {
+            return Transcript::missing(format!(
+                "the {} rollouts of session {id} are not read: {}",
+                paths.len(),
+                together(limit, text.len() as u64)
+            ));
+        }
     }
+    parse(&text, since).finish(newest)
 }
 
+/// At most this many rollouts of one session are read.
+const MAX_FILES: usize = 16;
+
+/// The subdirectories of `dir`, by name.
 fn dirs(dir: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
@@ -46,32 +68,39 @@ fn dirs(dir: &Path) -> Vec<PathBuf> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
         .collect();
-    // Newest day first: names are zero-padded numbers.
     out.sort();
-    out.reverse();
     out
 }
 
-fn find(id: &str, hint: Option<&Path>) -> Option<PathBuf> {
+fn find(id: &str, hint: Option<&Path>) -> Vec<PathBuf> {
     if let Some(h) = hint.filter(|h| h.is_file()) {
-        return Some(h.to_path_buf());
+        return vec![h.to_path_buf()];
     }
-    let sessions = crate::launch::session_id::codex_dir()?.join("sessions");
+    let Some(home) = crate::launch::session_id::codex_dir() else {
+        return Vec::new();
+    };
     let suffix = format!("-{id}.jsonl");
-    for year in dirs(&sessions) {
+    let mut found = Vec::new();
+    for year in dirs(&home.join("sessions")) {
         for month in dirs(&year) {
             for day in dirs(&month) {
-                let found = std::fs::read_dir(&day).ok()?.flatten().find(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    name.starts_with("rollout-") && name.ends_with(&suffix)
-                });
-                if let Some(e) = found {
-                    return Some(e.path());
-                }
+                let mut here: Vec<PathBuf> = std::fs::read_dir(&day)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        name.starts_with("rollout-") && name.ends_with(&suffix)
+                    })
+                    .map(|e| e.path())
+                    .collect();
+                here.sort();
+                found.extend(here);
             }
         }
     }
-    None
+    let skip = found.len().saturating_sub(MAX_FILES);
+    found.split_off(skip)
 }
 
 /// The words of the lines after `since`.

@@ -12,35 +12,72 @@
 //!   `<session_context>` text Gemini CLI sends first;
 //! - `type` `gemini`: an answer (`content`), its `model` and `tokens` (`input`, `output`,
 //!   `cached`).
+//!
+//! A resume can leave a second file with the same `sessionId`: Gemini CLI 0.61.0 starts a new
+//! chat file when it starts (named by that minute), then switches to the resumed one and
+//! appends the new turns there, so the new file holds only the header and the session context.
+//! Every file of the session is therefore read, and their messages joined by `id`.
 
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{Collector, Transcript, read_file, text_of, time_of};
+use super::{Collector, Transcript, read_file, text_of, time_of, together};
 
 /// The chat file of session `id`: `hint` when it is a file, else the store's
 /// `tmp/*/chats/session-*-<id[..8]>.jsonl` (or `.json`) whose `sessionId` is `id`.
 pub fn read(id: &str, _cwd: &Path, since: DateTime<Utc>, hint: Option<&Path>) -> Transcript {
-    let Some(path) = find(id, hint) else {
+    let paths = find(id, hint);
+    if paths.is_empty() {
         return Transcript::missing(format!(
             "no Gemini CLI chat of session {id} was found under {}",
             crate::launch::session_id::gemini_dir()
                 .map(|d| d.join("tmp").display().to_string())
                 .unwrap_or_else(|| "~/.gemini/tmp (no HOME)".into())
         ));
-    };
-    match read_file(&path) {
-        Ok(text) => parse(&text, since).finish(&path),
-        Err(why) => Transcript::missing(why),
     }
+    let limit = crate::limits::TRANSCRIPT;
+    let mut texts = Vec::new();
+    let mut total = 0u64;
+    for path in &paths {
+        match read_file(path) {
+            Ok(text) => {
+                total += text.len() as u64;
+                texts.push(text);
+            }
+            Err(why) => return Transcript::missing(why),
+        }
+        // Together, the files are held to one transcript's limit.
+        if total > limit.bytes {
+            return Transcript::missing(format!(
+                "the {} chat files of session {id} are not read: {}",
+                paths.len(),
+                together(limit, total)
+            ));
+        }
+    }
+    // The words are in the file written last.
+    let source = paths
+        .iter()
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .unwrap_or(&paths[0]);
+    parse_all(&texts, since).finish(source)
 }
 
-fn find(id: &str, hint: Option<&Path>) -> Option<PathBuf> {
+/// At most this many chat files of one session are read.
+const MAX_FILES: usize = 16;
+
+/// The chat files of session `id`, oldest name first: `hint` when it is a file, else the
+/// store's.
+fn find(id: &str, hint: Option<&Path>) -> Vec<PathBuf> {
     if let Some(h) = hint.filter(|h| h.is_file()) {
-        return Some(h.to_path_buf());
+        return vec![h.to_path_buf()];
     }
+    store_files(id).unwrap_or_default()
+}
+
+fn store_files(id: &str) -> Option<Vec<PathBuf>> {
     let short: String = id.chars().take(8).collect();
     if short.is_empty() || !short.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         return None;
@@ -63,8 +100,9 @@ fn find(id: &str, hint: Option<&Path>) -> Option<PathBuf> {
             }
         }
     }
-    found.sort();
-    found.pop()
+    found.sort_by_key(|p| p.file_name().map(|n| n.to_os_string()));
+    let skip = found.len().saturating_sub(MAX_FILES);
+    Some(found.split_off(skip))
 }
 
 /// The `sessionId` of a chat file's first line (or of a legacy file's object).
@@ -79,8 +117,14 @@ fn header_id(path: &Path) -> Option<String> {
     v["sessionId"].as_str().map(str::to_string)
 }
 
-/// The words of the messages after `since`.
+/// The words of the messages after `since`, in one chat file.
+#[cfg(test)]
 pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
+    parse_all(&[text.to_string()], since)
+}
+
+/// The words of the messages after `since`, in the chat files of one session (oldest first).
+pub(crate) fn parse_all(texts: &[String], since: DateTime<Utc>) -> Collector {
     let mut c = Collector::default();
     // Messages by id, latest version, in first-seen order.
     let mut order: Vec<String> = Vec::new();
@@ -105,30 +149,32 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
             }
         }
     };
-    let whole = serde_json::from_str::<Value>(text)
-        .ok()
-        .filter(|v| v["messages"].is_array());
-    match whole {
-        // A legacy `.json` chat: one object.
-        Some(v) => v["messages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .for_each(&mut keep),
-        None => {
-            for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                let Ok(v) = serde_json::from_str::<Value>(line) else {
-                    c.damaged += 1;
-                    continue;
-                };
-                if let Some(set) = v.get("$set") {
-                    set["messages"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .for_each(&mut keep);
-                } else if v["id"].is_string() && v["type"].is_string() {
-                    keep(&v);
+    for text in texts {
+        let whole = serde_json::from_str::<Value>(text)
+            .ok()
+            .filter(|v| v["messages"].is_array());
+        match whole {
+            // A legacy `.json` chat: one object.
+            Some(v) => v["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .for_each(&mut keep),
+            None => {
+                for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                    let Ok(v) = serde_json::from_str::<Value>(line) else {
+                        c.damaged += 1;
+                        continue;
+                    };
+                    if let Some(set) = v.get("$set") {
+                        set["messages"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .for_each(&mut keep);
+                    } else if v["id"].is_string() && v["type"].is_string() {
+                        keep(&v);
+                    }
                 }
             }
         }
@@ -188,5 +234,25 @@ mod tests {
         assert_eq!(t.last_answer.as_deref(), Some("reply"));
         assert_eq!(t.model.as_deref(), Some("gemini-x"));
         assert!(t.missing.is_none());
+    }
+
+    #[test]
+    fn a_resume_stub_file_does_not_hide_the_new_turns() {
+        let old = [
+            r#"{"sessionId":"s","startTime":"2026-01-01T00:00:00Z","kind":"main"}"#,
+            r#"{"id":"a","timestamp":"2026-01-01T00:00:01Z","type":"user","content":[{"text":"old"}]}"#,
+            r#"{"id":"b","timestamp":"2026-01-02T00:00:05Z","type":"user","content":[{"text":"new"}]}"#,
+            r#"{"id":"g","timestamp":"2026-01-02T00:00:06Z","type":"gemini","content":"reply"}"#,
+        ]
+        .join("\n");
+        let stub = [
+            r#"{"sessionId":"s","startTime":"2026-01-02T00:00:00Z","kind":"main"}"#,
+            r#"{"$set":{"messages":[{"id":"c","timestamp":"2026-01-02T00:00:00Z","type":"user","content":[{"text":"<session_context>x"}]}]}}"#,
+        ]
+        .join("\n");
+        let since = time_of(&"2026-01-01T12:00:00Z".into()).unwrap();
+        let t = parse_all(&[old, stub], since).finish(Path::new("/c.jsonl"));
+        assert_eq!(t.prompts, ["new"]);
+        assert_eq!(t.last_answer.as_deref(), Some("reply"));
     }
 }

@@ -177,6 +177,16 @@ pub(crate) fn read_file(path: &Path) -> Result<String, String> {
     }
 }
 
+/// Why several files of one session, `size` bytes in all, are not read.
+pub(crate) fn together(limit: crate::limits::Limit, size: u64) -> String {
+    format!(
+        "together they are more than {size} bytes, larger than the {} ({} bytes) an {} may hold",
+        crate::limits::human(limit.bytes),
+        limit.bytes,
+        limit.what
+    )
+}
+
 /// `text` cut to at most `max` characters (an ellipsis ends a cut one) and whether it was cut.
 /// Surrounding whitespace is trimmed first.
 pub(crate) fn cut(text: &str, max: usize) -> (String, bool) {
@@ -397,6 +407,21 @@ mod tests {
         let answer = t.last_answer.unwrap();
         assert_eq!(answer.chars().count(), MAX_ANSWER_CHARS);
         assert!(t.answer_truncated);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_readable_transcript_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_file(dir.path()).unwrap_err();
+        assert!(err.contains("directory"), "{err}");
+        let err = read_file(&dir.path().join("none.jsonl")).unwrap_err();
+        assert!(err.contains("does not exist"), "{err}");
+        // Bytes that are not UTF-8 are read, replaced, and the line still counts.
+        let f = dir.path().join("t.jsonl");
+        std::fs::write(&f, b"{\"type\":\"user\",\"timestamp\":\"2026-01-02T00:00:00Z\",\"message\":{\"content\":\"caf\xe9\"}}\n").unwrap();
+        let since = time_of(&"2026-01-01T00:00:00Z".into()).unwrap();
+        let t = claude::parse(&read_file(&f).unwrap(), since).finish(&f);
+        assert_eq!(t.prompts, ["caf\u{fffd}"]);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::common::{Sandbox, last_run, runs, stdout};
+use crate::common::{Sandbox, last_run, runs, stderr, stdout};
 use crate::mock_model::{Mock, REPLY, codex_args, require_agent};
 
 const TASK: &str = "Migrate the zebra-billing service to the new ledger";
@@ -159,10 +159,27 @@ fn gemini_clis_answer_is_recorded_and_a_resume_records_only_new_turns() {
     assert_eq!(transcript(&run)["last_answer"], REPLY);
     assert_eq!(prompts(&run), ["Say hello to the ledger"]);
     assert_eq!(transcript(&run)["model"], "gemini-2.5-flash");
+    // Gemini CLI names a chat file by the minute it starts, and a resume first starts a file of
+    // its own before it appends to the resumed one: give the first file an earlier minute, as
+    // a resume a minute or more later finds it, so that the resume leaves that second file.
+    let chats = |sb: &Sandbox| -> Vec<std::path::PathBuf> {
+        crate::common::walk(&sb.home.join(".gemini/tmp"))
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("/chats/session-"))
+            .collect()
+    };
+    let first = chats(&sb).pop().expect("a chat file");
+    let name = first.file_name().unwrap().to_string_lossy().into_owned();
+    let earlier = first.with_file_name(format!(
+        "session-2026-01-01T00-00-{}",
+        &name[name.len() - 14..]
+    ));
+    std::fs::rename(&first, &earlier).unwrap();
     gemini(true, "Next step please");
     let resumed = last_run(&sb);
     assert_eq!(resumed["agent_session_id"], run["agent_session_id"]);
-    assert_eq!(prompts(&resumed), ["Next step please"]);
+    assert_eq!(chats(&sb).len(), 2, "{:?}", chats(&sb));
+    assert_eq!(prompts(&resumed), ["Next step please"], "{resumed:#}");
     assert_eq!(transcript(&resumed)["last_answer"], REPLY);
     // The next export, for another agent, carries Gemini CLI's answer.
     sb.ok(&["export", "--to", "claude"]);
@@ -228,7 +245,8 @@ fn claude_with_damaged_transcript(damage: &str) -> (Sandbox, Value, String) {
         ),
     );
     sb.write("new.txt", "x\n");
-    sb.ok(&["run", "claude", "--", "-p", "Hello"]);
+    let out = sb.run(&["run", "claude", "--", "-p", "Hello"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let run = last_run(&sb);
     // Everything else is recorded as usual.
     assert_eq!(run["state"], "finished");
@@ -240,6 +258,12 @@ fn claude_with_damaged_transcript(damage: &str) -> (Sandbox, Value, String) {
         .expect("the record says why the words are missing")
         .to_string();
     assert!(transcript(&run).get("last_answer").is_none(), "{run:#}");
+    // The user is told, on stderr.
+    let told = stderr(&out);
+    assert!(
+        told.contains("claude-code's own words are not in the run record: ") && told.contains(&why),
+        "{told}"
+    );
     (sb, run, why)
 }
 
