@@ -5,8 +5,8 @@
 //!
 //! Lines read (each has an RFC 3339 `timestamp`; a resumed session appends to the same file):
 //! - `{"type":"user","message":{"role":"user","content":"<prompt>"|[{"type":"text","text"}…]}}`
-//!   is a prompt, unless it is `isMeta` (Claude's own injected text), `isSidechain` (a
-//!   subagent's), a tool result (content parts of type `tool_result`), or a slash command's
+//!   is a prompt, unless it is `isMeta` (Claude's own injected text), `isCompactSummary` (the
+//!   summary Claude writes after compacting), `isSidechain` (a subagent's), a tool result (content parts of type `tool_result`), or a slash command's
 //!   echo (text starting with `<command-` or `<local-command-`);
 //! - `{"type":"assistant","message":{"model","content":[{"type":"text","text"}…],"usage":{
 //!   "input_tokens","output_tokens","cache_read_input_tokens","cache_creation_input_tokens"}}}`
@@ -69,7 +69,7 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
         if time_of(&v["timestamp"]).is_none_or(|t| t < since) {
             return;
         }
-        if v["isSidechain"] == true || v["isMeta"] == true {
+        if v["isSidechain"] == true || v["isMeta"] == true || v["isCompactSummary"] == true {
             return;
         }
         let message = &v["message"];
