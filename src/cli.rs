@@ -57,7 +57,7 @@ pub enum Command {
     Export(ExportArgs),
     /// Run an agent: checkpoint and export before, record the run after.
     Run(RunArgs),
-    /// List the agent runs recorded in this session.
+    /// List the agent runs recorded in this session, or show one in full (`runs N`).
     Runs(RunsArgs),
     /// Print the shell integration script: a prompt segment, and agent commands sent through
     /// `run` inside a session (see docs/hooks.md).
@@ -354,6 +354,10 @@ pub struct RunArgs {
 /// `runs`.
 #[derive(Debug, Args)]
 pub struct RunsArgs {
+    /// Show run N in full (its number as the list shows it): command line, outcome, commits,
+    /// files, the agent's prompts and last answer, and where its capture is.
+    #[arg(value_name = "N", conflicts_with = "all")]
+    pub number: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -24,5 +24,6 @@ pub mod limits;
 pub mod session;
 pub mod stale;
 pub mod term;
+pub mod transcript;
 
 pub use error::{Error, Result};

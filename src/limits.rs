@@ -53,6 +53,14 @@ pub const REGISTRY: Limit = Limit {
 /// emulator's memory stays bounded (half a million cells); soft-wrapped lines are joined in the
 /// text, so a narrower screen loses none of it. `capture.cast` keeps the real size.
 pub const CAPTURE_SCREEN: (u16, u16) = (1000, 500);
+/// An agent's own session file (a Claude Code transcript, a Codex rollout, a Gemini CLI chat,
+/// an OpenCode export) read after a run for its words ([`crate::transcript`]): 64 MiB. pas-agent
+/// never writes these; a larger one is not read, and the run records why.
+pub const TRANSCRIPT: Limit = Limit {
+    bytes: 64 * 1024 * 1024,
+    what: "agent transcript",
+    hint: "pas-agent only reads agent transcripts",
+};
 
 impl Limit {
     /// Refuses a write of `len` bytes when it is over the limit. The message (the caller's

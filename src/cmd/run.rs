@@ -388,7 +388,8 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                 None => session_id::discover(&finished),
             }
         });
-    match record::finish(&project, &plan, started, exit, agent_session) {
+    let words = record::words(program.agent, &agent_session, &cwd, started_at);
+    match record::finish(&project, &plan, started, exit, agent_session, &words) {
         Ok(done) => {
             if let Some(why) = &done.session_note {
                 warn(&format!(
@@ -397,6 +398,19 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                 ));
             }
             let run = &done.run;
+            // Words that should have been there and are not: say why (an unknown session id
+            // is said above, or is the agent's way).
+            if let Some(t) = &run.transcript
+                && run.agent_session_id.is_some()
+                && !t.has_words()
+                && let Some(why) = &t.missing
+            {
+                warn(&format!(
+                    "{}'s own words are not in the run record: {}",
+                    clean_line(&plan.label),
+                    clean_line(why)
+                ));
+            }
             let how = match (exit.code, exit.signal) {
                 (Some(c), _) => format!("exited {c}"),
                 (None, Some(s)) => format!("was killed by signal {s}"),

@@ -7,12 +7,12 @@ use serde::Serialize;
 use super::{print_json, project};
 use crate::cli::RunsArgs;
 use crate::display::{ago, duration, minute};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::launch::process::Liveness;
 use crate::launch::reconcile;
 use crate::launch::registry::{Entry, Registry};
 use crate::session::model::{Run, RunState};
-use crate::term::clean_line;
+use crate::term::{clean, clean_line};
 
 /// `runs --json`: `{"runs": [<run record as in session.json>, …]}`, oldest first.
 #[derive(Serialize)]
@@ -85,6 +85,9 @@ pub fn run(args: RunsArgs) -> Result<i32> {
     }
     let project = project()?;
     let session = project.load()?;
+    if let Some(n) = &args.number {
+        return one(&project, &session, n, args.json);
+    }
     if args.json {
         print_json(&RunsJson {
             runs: &session.runs,
@@ -132,5 +135,200 @@ fn counted(run: &Run, n: usize) -> String {
         "-".into()
     } else {
         n.to_string()
+    }
+}
+
+/// `runs N --json`: `{"number": N, "run": <run record as in session.json>}`.
+#[derive(Serialize)]
+struct OneJson<'a> {
+    number: usize,
+    run: &'a Run,
+}
+
+/// Run `selector` (1-based, as the list numbers runs) of `session`, or a usage error that says
+/// how many there are.
+fn find<'a>(session: &'a crate::session::Session, selector: &str) -> Result<(usize, &'a Run)> {
+    let count = session.runs.len();
+    match selector.trim().parse::<usize>() {
+        Ok(n) if (1..=count).contains(&n) => Ok((n, &session.runs[n - 1])),
+        Ok(n) => Err(Error::Usage(format!(
+            "there is no run #{n}: the session has {} (see `pas-agent runs`)",
+            crate::display::count(count, "run", "runs")
+        ))),
+        Err(_) => Err(Error::Usage(format!(
+            "`{}` is not a run number, as `pas-agent runs` shows them (1, 2, …)",
+            clean_line(selector)
+        ))),
+    }
+}
+
+/// `runs N`: one run in full.
+fn one(
+    project: &crate::session::Project,
+    session: &crate::session::Session,
+    selector: &str,
+    json: bool,
+) -> Result<i32> {
+    let (number, r) = find(session, selector)?;
+    if json {
+        print_json(&OneJson { number, run: r })?;
+        return Ok(0);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "Run #{number} ({})", r.id);
+    let _ = writeln!(out, "Agent:    {}", clean_line(&r.agent));
+    let argv: Vec<String> = r.argv.iter().map(|a| shell_word(a)).collect();
+    let _ = writeln!(out, "Command:  {}", argv.join(" "));
+    let _ = writeln!(out, "In:       {}", clean_line(&r.cwd));
+    let _ = writeln!(out, "State:    {}", clean_line(r.state.as_str()));
+    let _ = writeln!(out, "Started:  {}", crate::display::second(&r.started_at));
+    if let Some(end) = &r.ended_at {
+        let _ = writeln!(out, "Ended:    {}", crate::display::second(end));
+    }
+    if let Some(ms) = r.duration_ms {
+        let _ = writeln!(out, "Took:     {}", duration(ms));
+    }
+    let outcome = match (r.exit_code, r.signal, &r.state) {
+        (Some(c), _, _) => format!("exited {c}"),
+        (None, Some(s), _) => format!("killed by signal {s}"),
+        (_, _, RunState::Running) => "still running".into(),
+        (_, _, RunState::Abandoned) => {
+            "abandoned (its launcher ended without recording how the agent ended)".into()
+        }
+        _ => "unknown".into(),
+    };
+    let _ = writeln!(out, "Outcome:  {outcome}");
+    if let Some(id) = &r.agent_session_id {
+        let _ = writeln!(out, "Session:  {}", clean_line(id));
+    } else if let Some(serde_json::Value::String(note)) =
+        r.extra.get(crate::launch::record::SESSION_NOTE_KEY)
+    {
+        let _ = writeln!(out, "Session:  none recorded ({})", clean_line(note));
+    }
+    if let Some(capture) = &r.capture {
+        let path = project.root.join(capture);
+        let _ = writeln!(out, "Capture:  {}", clean_line(&path.to_string_lossy()));
+    }
+    if r.state != RunState::Running {
+        let short = |c: &Option<String>| {
+            c.as_deref().map_or("-".to_string(), |c| {
+                clean_line(&c.chars().take(8).collect::<String>())
+            })
+        };
+        let _ = writeln!(
+            out,
+            "HEAD:     {} → {}",
+            short(&r.head_before),
+            short(&r.head_after)
+        );
+        if r.commits.is_empty() {
+            out.push_str("\nNo commits.\n");
+        } else {
+            let _ = writeln!(
+                out,
+                "\n{}:",
+                crate::display::count(r.commits.len(), "commit", "commits")
+            );
+            for c in &r.commits {
+                let _ = writeln!(
+                    out,
+                    "  {} {}",
+                    clean_line(&c.id.chars().take(8).collect::<String>()),
+                    clean_line(&c.summary)
+                );
+            }
+        }
+        let total = crate::session::bound::total_of(&r.files_changed, &r.extra);
+        if total == 0 {
+            out.push_str("\nNo changed files.\n");
+        } else {
+            let _ = writeln!(
+                out,
+                "\n{} changed:",
+                crate::display::count(
+                    usize::try_from(total).unwrap_or(usize::MAX),
+                    "file",
+                    "files"
+                )
+            );
+            for f in &r.files_changed {
+                let _ = writeln!(
+                    out,
+                    "  {} ({})",
+                    clean_line(&f.path),
+                    clean_line(&f.status.describe())
+                );
+            }
+        }
+    }
+    words(&mut out, r);
+    crate::term::print(&out)?;
+    Ok(0)
+}
+
+/// The agent's own words of a run ([`crate::transcript`]), cleaned for the terminal.
+fn words(out: &mut String, r: &Run) {
+    let Some(t) = &r.transcript else {
+        return;
+    };
+    out.push('\n');
+    if let Some(model) = &t.model {
+        let _ = writeln!(out, "Model:    {}", clean_line(model));
+    }
+    if let Some(tk) = &t.tokens {
+        let n = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        let _ = writeln!(
+            out,
+            "Tokens:   {} in, {} out, {} cache read, {} cache write",
+            n(tk.input),
+            n(tk.output),
+            n(tk.cache_read),
+            n(tk.cache_write)
+        );
+    }
+    if let Some(source) = &t.source {
+        let _ = writeln!(out, "Transcript: {}", clean_line(source));
+    }
+    if let Some(why) = &t.missing {
+        let _ = writeln!(out, "Words missing: {}", clean_line(why));
+    }
+    if !t.prompts.is_empty() {
+        let omitted = if t.prompts_omitted > 0 {
+            format!(" ({} more not kept)", t.prompts_omitted)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "\nPrompts{omitted}:");
+        for p in &t.prompts {
+            let _ = writeln!(out, "{}", indent(p));
+        }
+    }
+    if let Some(answer) = &t.last_answer {
+        let cut = if t.answer_truncated { " (cut)" } else { "" };
+        let _ = writeln!(out, "\nLast answer{cut}:");
+        let _ = writeln!(out, "{}", indent(answer));
+    }
+}
+
+/// Multi-line text, cleaned for the terminal, each line indented by two spaces.
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {}", clean(l)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An argument as a shell word: as is when it is plain, else single-quoted (cleaned for the
+/// terminal either way).
+fn shell_word(arg: &str) -> String {
+    let arg = clean_line(arg);
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        arg
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
     }
 }

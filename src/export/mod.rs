@@ -249,9 +249,23 @@ pub fn content(
     now: Option<&WorkTree>,
     repo: Option<&Repo>,
 ) -> (String, Option<Stale>) {
+    content_within(session, now, repo, None)
+}
+
+/// [`content`] for an agent that reads only the first `limit` of its context file (see
+/// [`render::render_within`]).
+pub fn content_within(
+    session: &crate::session::Session,
+    now: Option<&WorkTree>,
+    repo: Option<&Repo>,
+    limit: Option<crate::agents::ReadLimit>,
+) -> (String, Option<Stale>) {
     let stale = stale::check(session, now, repo);
     let git = now.map(WorkTree::git_ref);
-    (render::render(session, git.as_ref(), stale.as_ref()), stale)
+    (
+        render::render_within(session, git.as_ref(), stale.as_ref(), limit),
+        stale,
+    )
 }
 
 /// Renders `session` and splices it into `target`. The caller holds the session lock.
@@ -268,7 +282,7 @@ pub fn write(
     now: Option<&WorkTree>,
     repo: Option<&Repo>,
 ) -> Result<Report> {
-    let (content, stale) = content(session, now, repo);
+    let (content, stale) = content_within(session, now, repo, target.agent.read_limit);
     let unsafe_ = |problem: String| unsafe_at(target, problem);
     let refused = |e: WriteError| refusal(target, e);
     let (guard, existing) = open(target)?;
@@ -601,7 +615,7 @@ pub fn check(session: &crate::session::Session, target: &Target) -> Result<Check
             )));
         }
     };
-    let expected = render::render(session, None, None);
+    let expected = render::render_within(session, None, None, target.agent.read_limit);
     let found = String::from_utf8_lossy(&text[start..end]);
     if session_part(&found) != session_part(&expected) {
         return Ok(Checked::Outdated);

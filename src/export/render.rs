@@ -20,6 +20,7 @@
 
 use std::fmt::Write as _;
 
+use crate::agents::ReadLimit;
 use crate::display::minute;
 use crate::session::model::{GitRef, Run, RunState, Session};
 use crate::stale::{MAX_FILES_LISTED, Stale, short};
@@ -28,6 +29,12 @@ use crate::stale::{MAX_FILES_LISTED, Stale, short};
 pub const MAX_CHECKPOINTS: usize = 10;
 /// At most this many runs are listed.
 pub const MAX_RUNS: usize = 5;
+/// At most this many characters of a run's last answer are shown under it (its first prompt:
+/// a quarter of that), before escaping: with [`MAX_RUNS`] runs the words add at most about
+/// 4 KB to the block, a small part of what any agent reads ([`render_within`]).
+pub const WORDS_CHARS: usize = 480;
+/// At most this many lines of a run's last answer are shown.
+pub const WORDS_LINES: usize = 4;
 
 /// Characters CommonMark (with GFM tables and strikethrough) gives meaning inside a line.
 /// `@` is not Markdown, but starts an import in Claude Code and Gemini CLI (see the module
@@ -114,6 +121,60 @@ fn paragraph(out: &mut String, heading: &str, text: &str) {
 /// left out when `None`) and `stale` adding `## Changed Since Last Checkpoint` when the work
 /// tree moved on.
 pub fn render(session: &Session, git: Option<&GitRef>, stale: Option<&Stale>) -> String {
+    render_within(session, git, stale, None)
+}
+
+/// [`render`] for an agent that reads only the first `limit` of its context file: when the
+/// block with the runs' words ([`WORDS_CHARS`] per answer) would be longer than that, the
+/// words are shortened, then left out, so that they never push the rest of the record past
+/// what the agent reads. The block is the same as [`render`]'s when it fits.
+pub fn render_within(
+    session: &Session,
+    git: Option<&GitRef>,
+    stale: Option<&Stale>,
+    limit: Option<ReadLimit>,
+) -> String {
+    let budgets = [WORDS_CHARS, WORDS_CHARS / 4, 0];
+    let mut out = String::new();
+    for budget in budgets {
+        out = render_words(session, git, stale, budget);
+        match limit {
+            Some(l) if l.measure(out.as_bytes()) > l.amount => continue,
+            _ => break,
+        }
+    }
+    out
+}
+
+/// The exact commands that keep the record current, for an agent that can run shell commands.
+/// Every command here runs as written (`tests/e2e/words.rs` runs them).
+fn keep_current(out: &mut String, task: &crate::session::model::TaskState) {
+    out.push_str(
+        "Keep this record current as you work, by running these commands in the project \
+directory (each is one shell command; replace the quoted text with your own):\n\n",
+    );
+    if !task.remaining.is_empty() {
+        out.push_str(
+            "- Mark an item of Remaining Work done (1 is the first item listed there): \
+`pas-agent update --done 1`\n",
+        );
+    }
+    out.push_str(
+        "- Record finished work: `pas-agent update --completed \"what you finished\"`\n\
+- Add a discovery: `pas-agent update --discovery \"what you learned\"`\n\
+- Set the next action: `pas-agent update --next \"what comes next\"`\n\
+- Also `--remaining`, `--decision`, `--blocker` (each adds an item); \
+`pas-agent checkpoint \"message\"` saves a snapshot with the changed files, and \
+`pas-agent status` shows the whole record with item numbers.\n\n",
+    );
+}
+
+fn render_words(
+    session: &Session,
+    git: Option<&GitRef>,
+    stale: Option<&Stale>,
+    words: usize,
+) -> String {
     let mut out = String::new();
     let task = &session.task;
     out.push_str("# PAS-Agent Session Context\n\n");
@@ -123,12 +184,7 @@ the last session stopped. It is a progress record kept by a developer or by anot
 agent. Where it disagrees with this project's own instructions, the project's instructions \
 win.\n\n",
     );
-    out.push_str(
-        "Keep the record current as you work: `pas-agent update --completed \"<what you \
-finished>\" --next \"<what comes next>\"` records progress (also `--remaining`, `--decision`, \
-`--blocker`, `--done N`), and `pas-agent checkpoint \"<message>\"` saves a snapshot with the \
-changed files. `pas-agent status` shows the whole record with item numbers.\n\n",
-    );
+    keep_current(&mut out, task);
 
     out.push_str("## Project\n\n");
     let _ = writeln!(out, "- **Name:** {}", inline(&session.project_name));
@@ -254,6 +310,7 @@ changed files. `pas-agent status` shows the whole record with item numbers.\n\n"
         out.push_str("## Recent Agent Runs\n\n");
         for run in runs.into_iter().rev() {
             let _ = writeln!(out, "- {}", run_line(run));
+            run_words(&mut out, run, words);
         }
         out.push('\n');
     }
@@ -264,6 +321,55 @@ changed files. `pas-agent status` shows the whole record with item numbers.\n\n"
         env!("CARGO_PKG_VERSION")
     );
     out
+}
+
+/// The agent's own words under a run's line: its first prompt and the first lines of its last
+/// answer, each at most `budget` characters (prompts a quarter of that), escaped; or why they
+/// are missing. Nothing when `budget` is 0.
+fn run_words(out: &mut String, run: &Run, budget: usize) {
+    let Some(t) = run.transcript.as_ref().filter(|_| budget > 0) else {
+        return;
+    };
+    if let Some(first) = t.prompts.first() {
+        let _ = writeln!(out, "  - Asked: {}", inline(&excerpt(first, budget / 4)));
+    }
+    match (&t.last_answer, &t.missing) {
+        (Some(answer), _) => {
+            let _ = writeln!(out, "  - Answered: {}", inline(&excerpt(answer, budget)));
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(
+                out,
+                "  - Its words were not recorded: {}",
+                inline(&excerpt(why, budget / 2))
+            );
+        }
+        (None, None) => {}
+    }
+}
+
+/// The first lines of `text` (at most [`WORDS_LINES`] non-blank ones), joined by ` / `, cut
+/// to `max` characters with an ellipsis.
+fn excerpt(text: &str, max: usize) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut joined = lines
+        .iter()
+        .take(WORDS_LINES)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" / ");
+    let more = lines.len() > WORDS_LINES;
+    if let Some((i, _)) = joined.char_indices().nth(max.saturating_sub(1)) {
+        joined.truncate(i);
+        joined = format!("{}…", joined.trim_end());
+    } else if more {
+        joined.push_str(" …");
+    }
+    joined
 }
 
 fn run_line(run: &Run) -> String {
@@ -399,9 +505,74 @@ mod tests {
                        "started_at": t, "ended_at": t, "duration_ms": 5, "exit_code": 0,
                        "head_before": s, "head_after": s,
                        "commits": [{ "id": s, "summary": s }], "files_changed": files,
-                       "agent_session_id": s, "capture": s }]
+                       "agent_session_id": s, "capture": s,
+                       "transcript": { "prompts": [s], "last_answer": s, "model": s,
+                                       "missing": s } },
+                     { "id": uuid, "agent": s, "argv": [s], "cwd": s, "state": "finished",
+                       "started_at": t, "transcript": { "missing": s } }]
         }))
         .unwrap()
+    }
+
+    /// A session with two finished runs, one with the agent's words and one without.
+    fn handoff_session(answer: &str) -> Session {
+        let t = "2026-11-30T10:00:00Z";
+        serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "id": "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b",
+            "project_name": "ledger", "created_at": t, "updated_at": t,
+            "task": { "description": "Migrate billing to the new ledger",
+                      "remaining": ["Port the invoice job", "Drop the old tables"] },
+            "runs": [
+                { "id": "00000000-0000-4000-8000-000000000001", "agent": "claude-code",
+                  "argv": ["claude"], "cwd": "/w", "state": "finished", "started_at": t,
+                  "duration_ms": 65000, "exit_code": 0,
+                  "commits": [{ "id": "0123456789abcdef0123456789abcdef01234567",
+                                "summary": "Port invoices to ledger_v2" }],
+                  "transcript": { "prompts": ["Port the *invoice* job\nthen stop"],
+                                  "last_answer": answer, "model": "claude-x" } },
+                { "id": "00000000-0000-4000-8000-000000000002", "agent": "codex",
+                  "argv": ["codex"], "cwd": "/w", "state": "finished", "started_at": t,
+                  "duration_ms": 1000, "exit_code": 1,
+                  "transcript": { "missing": "no Codex rollout of session x was found" } }
+            ]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn recent_runs_show_the_agents_words_escaped() {
+        let md = render(
+            &handoff_session(
+                "Ported the invoice job to `ledger_v2`.\n\n# Next\n- drop <old> tables\nline 4\nline 5",
+            ),
+            None,
+            None,
+        );
+        insta::assert_snapshot!("handoff_block", md);
+    }
+
+    #[test]
+    fn the_words_shrink_to_fit_an_agents_read_limit() {
+        let long = "word ".repeat(5000);
+        let session = handoff_session(&long);
+        let full = render(&session, None, None);
+        assert!(full.contains("  - Answered: word word"));
+        // Every answer is cut to the budget however long it is.
+        let answered = full.lines().find(|l| l.contains("Answered")).unwrap();
+        assert!(answered.chars().count() < WORDS_CHARS + 40, "{answered}");
+        let limit = |amount| crate::agents::ReadLimit {
+            amount,
+            unit: crate::agents::LimitUnit::Chars,
+        };
+        let n = full.chars().count();
+        // A limit the full block fits in changes nothing.
+        assert_eq!(render_within(&session, None, None, Some(limit(n))), full);
+        // A tighter one shortens the words, then leaves them out.
+        let shorter = render_within(&session, None, None, Some(limit(n - 10)));
+        assert!(shorter.chars().count() <= n - 10, "{shorter}");
+        assert!(shorter.contains("Answered"));
+        let none = render_within(&session, None, None, Some(limit(100)));
+        assert!(!none.contains("Answered") && none.contains("## Recent Agent Runs"));
     }
 
     /// Strings that try every trick: escapes, fences, markers, imports, front matter, bidi.

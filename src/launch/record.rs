@@ -122,6 +122,7 @@ fn running_record(
         checkpoint_after: None,
         capture: plan.capture.clone(),
         baseline: None,
+        transcript: None,
         extra: Default::default(),
     }
 }
@@ -331,6 +332,106 @@ pub fn git_outcome(
     }
 }
 
+/// How long reading the agent's transcripts after a run may take in all; past it the run is
+/// recorded without its words, and says so.
+pub const WORDS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(45);
+
+/// The agent's own words for the sessions a run may have been in, read before the
+/// after-record takes the session lock (see [`words`]).
+#[derive(Debug, Clone, Default)]
+pub struct Words {
+    /// Whether the agent's store is read at all (a known agent pas-agent reads).
+    pub readable: bool,
+    /// The transcript of each candidate session id.
+    pub by_session: Vec<(String, crate::transcript::Transcript)>,
+    /// Why no transcript was read, when the reading did not finish in time.
+    pub failed: Option<String>,
+}
+
+impl Words {
+    /// What the run record keeps for the session id it settled on: that session's transcript,
+    /// or why there is none; `None` for agents whose store pas-agent does not read.
+    pub fn for_session(&self, id: Option<&str>) -> Option<crate::transcript::Transcript> {
+        if !self.readable {
+            return None;
+        }
+        if let Some(why) = &self.failed {
+            return Some(crate::transcript::Transcript::missing(why.clone()));
+        }
+        let Some(id) = id else {
+            return Some(crate::transcript::Transcript::missing(
+                "the agent's session id is not known, so its transcript could not be read",
+            ));
+        };
+        Some(
+            self.by_session
+                .iter()
+                .find(|(s, _)| s == id)
+                .map(|(_, t)| t.clone())
+                .unwrap_or_else(|| {
+                    crate::transcript::Transcript::missing(format!(
+                        "the transcript of session {id} was not read"
+                    ))
+                }),
+        )
+    }
+}
+
+/// Reads, outside the session lock and within [`WORDS_TIMEOUT`], the transcripts of the
+/// sessions `found` names (the sure one, or the first few guesses) for agent `agent`, taking
+/// only turns after `since`.
+pub fn words(
+    agent: Option<&'static crate::agents::Agent>,
+    found: &super::session_id::Found,
+    cwd: &Path,
+    since: chrono::DateTime<Utc>,
+) -> Words {
+    let Some(agent) = agent.filter(|a| crate::transcript::supported(a.id)) else {
+        return Words::default();
+    };
+    let ids: Vec<String> = found
+        .sure
+        .iter()
+        .chain(found.guesses.iter().take(3))
+        .cloned()
+        .collect();
+    let cwd = cwd.to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let id = agent.id;
+    let spawned = std::thread::Builder::new()
+        .name("transcript".into())
+        .spawn(move || {
+            let all: Vec<(String, crate::transcript::Transcript)> = ids
+                .into_iter()
+                .map(|s| {
+                    let t = crate::transcript::read(id, &s, &cwd, since, None);
+                    (s, t)
+                })
+                .collect();
+            let _ = tx.send(all);
+        });
+    let failed = |why: String| Words {
+        readable: true,
+        by_session: Vec::new(),
+        failed: Some(why),
+    };
+    if spawned.is_err() {
+        return failed("the agent's transcript could not be read (no thread)".into());
+    }
+    match rx.recv_timeout(WORDS_TIMEOUT) {
+        Ok(by_session) => Words {
+            readable: true,
+            by_session,
+            failed: None,
+        },
+        // The thread is left to finish on its own; the process exits soon after.
+        Err(_) => failed(format!(
+            "reading the agent's transcript took longer than {} s",
+            WORDS_TIMEOUT.as_secs()
+        )),
+    }
+}
+
 /// Completes the run record after the agent exited: exit code or signal, duration, HEAD after,
 /// commits, changed files, the agent's session id, and the "after" checkpoint; and takes the
 /// run out of the machine-wide registry.
@@ -346,6 +447,7 @@ pub fn finish(
     started: Started,
     exit: Exit,
     agent_session: super::session_id::Found,
+    words: &Words,
 ) -> Result<Finished> {
     let ended_at = Utc::now();
     let duration_ms = u64::try_from(started.started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -443,6 +545,9 @@ pub fn finish(
         run.checkpoint_after = checkpoint_after.flatten();
         if session_id.is_some() {
             run.agent_session_id = session_id;
+        }
+        if let Some(t) = words.for_session(run.agent_session_id.as_deref()) {
+            run.transcript = Some(t);
         }
         match &session_note {
             Some(note) => {

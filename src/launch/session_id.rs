@@ -267,15 +267,15 @@ fn home() -> Option<PathBuf> {
     env_dir("HOME").or_else(|| env_dir("USERPROFILE"))
 }
 
-fn claude_dir() -> Option<PathBuf> {
+pub(crate) fn claude_dir() -> Option<PathBuf> {
     env_dir("CLAUDE_CONFIG_DIR").or_else(|| Some(home()?.join(".claude")))
 }
 
-fn codex_dir() -> Option<PathBuf> {
+pub(crate) fn codex_dir() -> Option<PathBuf> {
     env_dir("CODEX_HOME").or_else(|| Some(home()?.join(".codex")))
 }
 
-fn gemini_dir() -> Option<PathBuf> {
+pub(crate) fn gemini_dir() -> Option<PathBuf> {
     Some(env_dir("GEMINI_CLI_HOME").or_else(home)?.join(".gemini"))
 }
 

@@ -469,6 +469,12 @@ pub struct Run {
     /// after-record (or a later reconcile) computes `files_changed`. Dropped once finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Vec<FileState>>,
+    /// What the agent itself said during the run, read from its own session store after it
+    /// exited ([`crate::transcript`]): prompts, last answer, model, tokens, or why they are
+    /// missing. Absent for programs whose store pas-agent does not read, for runs recorded
+    /// before this field existed, and while running (an addition; the original ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<crate::transcript::Transcript>,
     /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,

@@ -24,3 +24,4 @@ mod safety_limits;
 mod safety_text;
 mod store;
 mod teams;
+mod words;

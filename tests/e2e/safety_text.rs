@@ -392,7 +392,12 @@ fn resume_never_passes_a_recorded_id_that_is_not_the_agents_own_shape() {
             "--session|ses_3a9f0c1e2b4dAbCdEfGhIjKlMn|",
         ),
     ] {
-        sb.stand_in(exe, "printf '%s|' \"$@\" > args.txt");
+        // After the run, pas-agent asks OpenCode for the session's words (`opencode export
+        // <id>`): that call is not the one under test.
+        sb.stand_in(
+            exe,
+            "[ \"$1\" = export ] && exit 1\nprintf '%s|' \"$@\" > args.txt",
+        );
         record_session_id(&sb, agent, id);
         let out = sb.run(&["run", exe, "--resume", "--no-export", "--no-checkpoint"]);
         assert!(out.status.success(), "{}", stderr(&out));

@@ -1,0 +1,444 @@
+//! What an agent itself said during one run, read from the agent's own session store after the
+//! run: the user's prompts, the agent's last answer, the model and token counts (issue 11).
+//!
+//! [`read`] is the one entry point. It never fails and never panics: a store that is missing,
+//! damaged, larger than [`crate::limits::TRANSCRIPT`], or in a layout this version does not
+//! know gives a [`Transcript`] whose [`Transcript::missing`] says why, and the run is recorded
+//! with everything else. Only the part of the conversation after `since` is taken, so a resumed
+//! session (whose file holds the earlier turns too) records only this run's turns.
+//!
+//! Every text is cut to a bounded length ([`MAX_PROMPT_CHARS`], [`MAX_ANSWER_CHARS`]) and at
+//! most [`MAX_PROMPTS`] prompts are kept, so a run record stays small whatever the agent wrote.
+//! The text is kept as the agent wrote it (control characters included): readers clean it for
+//! the terminal ([`crate::term::clean`]) and escape it for Markdown
+//! ([`crate::export::render::inline`]) like every other string read from a file.
+//!
+//! One submodule per store, each documenting the layout it reads and where the facts come from:
+//! [`claude`], [`codex`], [`gemini`], [`opencode`].
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::session::model::Extra;
+
+pub mod claude;
+pub mod codex;
+pub mod gemini;
+pub mod opencode;
+
+/// At most this many of a run's prompts are kept: the first and the latest ones
+/// ([`Transcript::prompts_omitted`] counts the others).
+pub const MAX_PROMPTS: usize = 8;
+/// Each prompt is cut to this many characters (an ellipsis marks the cut).
+pub const MAX_PROMPT_CHARS: usize = 1000;
+/// The last answer is cut to this many characters ([`Transcript::answer_truncated`]).
+pub const MAX_ANSWER_CHARS: usize = 4000;
+
+/// What the agent itself said during one run, read from its own session store
+/// (`runs[].transcript` in `session.json`, documented in `docs/format.md`).
+///
+/// Every field is optional in the file: a record written by a newer pas-agent loads, and its
+/// unknown fields are kept in [`Transcript::extra`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Transcript {
+    /// The store file the words were read from (absolute path), when one was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The user's prompts during the run, oldest first: the first one and the latest ones, at
+    /// most [`MAX_PROMPTS`], each at most [`MAX_PROMPT_CHARS`] characters (a cut one ends in
+    /// `…`). Tool results and the agent's own injected messages are not prompts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<String>,
+    /// How many prompts of the run are not in [`Transcript::prompts`] (left out between the
+    /// first and the latest ones).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub prompts_omitted: usize,
+    /// The agent's last answer (the text of its last message in the run), at most
+    /// [`MAX_ANSWER_CHARS`] characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_answer: Option<String>,
+    /// Whether [`Transcript::last_answer`] was cut.
+    #[serde(skip_serializing_if = "is_false")]
+    pub answer_truncated: bool,
+    /// The model the agent used (the last one named during the run), as the store names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Token counts of the run, where the store has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Tokens>,
+    /// Why the words are missing or incomplete (no session id, no store file, a damaged or
+    /// huge file, an unknown layout); `None` when they were read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+    /// Fields this build does not know, kept in file order and written back unchanged.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Token counts of one run, summed over the model calls the store records for it. A count the
+/// store does not have is `None` (left out of the file).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tokens {
+    /// Input (prompt) tokens, cached ones included where the store counts them so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<u64>,
+    /// Output (completion) tokens, reasoning included where the store counts them so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<u64>,
+    /// Input tokens read from the provider's prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<u64>,
+    /// Input tokens written to the provider's prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<u64>,
+    /// Fields this build does not know, kept in file order and written back unchanged.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Transcript {
+    /// A transcript with no words, saying why.
+    pub fn missing(why: impl Into<String>) -> Transcript {
+        Transcript {
+            missing: Some(why.into()),
+            ..Transcript::default()
+        }
+    }
+
+    /// Whether the agent's last answer or any prompt was read.
+    pub fn has_words(&self) -> bool {
+        self.last_answer.is_some() || !self.prompts.is_empty()
+    }
+}
+
+/// Whether pas-agent can read the session store of `agent` (a canonical id from
+/// [`crate::agents`]).
+pub fn supported(agent: &str) -> bool {
+    matches!(agent, "claude-code" | "codex" | "gemini-cli" | "opencode")
+}
+
+/// Reads what agent `agent` (a canonical id from [`crate::agents`], e.g. `claude-code`) said in
+/// its session `session_id`, run in `cwd`, after `since`. `transcript_hint` is a path to the
+/// session's file that the agent itself gave (a hook payload's `transcript_path`); it is
+/// tried first, and the store is searched when it is absent or not that session's.
+///
+/// Never fails and never panics: whatever goes wrong is said in [`Transcript::missing`].
+pub fn read(
+    agent: &str,
+    session_id: &str,
+    cwd: &Path,
+    since: DateTime<Utc>,
+    transcript_hint: Option<&Path>,
+) -> Transcript {
+    let run = || -> Transcript {
+        if session_id.is_empty() {
+            return Transcript::missing("the agent's session id is not known");
+        }
+        match agent {
+            "claude-code" => claude::read(session_id, cwd, since, transcript_hint),
+            "codex" => codex::read(session_id, cwd, since, transcript_hint),
+            "gemini-cli" => gemini::read(session_id, cwd, since, transcript_hint),
+            "opencode" => opencode::read(session_id, cwd, since, transcript_hint),
+            other => {
+                Transcript::missing(format!("pas-agent does not read the sessions of {other}"))
+            }
+        }
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(t) => t,
+        Err(_) => Transcript::missing("reading the agent's session failed unexpectedly"),
+    }
+}
+
+/// A file read whole, at most [`crate::limits::TRANSCRIPT`] bytes: its text, or why not.
+pub(crate) fn read_file(path: &Path) -> Result<String, String> {
+    let limit = crate::limits::TRANSCRIPT;
+    match crate::fsutil::read_limited(path, limit.bytes) {
+        Ok(Some(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Ok(None) => Err(format!("{} does not exist", path.display())),
+        Err(crate::fsutil::ReadError::TooLarge(size)) => Err(format!(
+            "{} is not read: {}",
+            path.display(),
+            limit.read_refusal(size)
+        )),
+        Err(e) => Err(format!("{} could not be read: {e}", path.display())),
+    }
+}
+
+/// Why several files of one session, `size` bytes in all, are not read.
+pub(crate) fn together(limit: crate::limits::Limit, size: u64) -> String {
+    format!(
+        "together they are more than {size} bytes, larger than the {} ({} bytes) an {} may hold",
+        crate::limits::human(limit.bytes),
+        limit.bytes,
+        limit.what
+    )
+}
+
+/// `text` cut to at most `max` characters (an ellipsis ends a cut one) and whether it was cut.
+/// Surrounding whitespace is trimmed first.
+pub(crate) fn cut(text: &str, max: usize) -> (String, bool) {
+    let text = text.trim();
+    match text.char_indices().nth(max) {
+        None => (text.to_string(), false),
+        Some((end, _)) => {
+            let keep: String = text[..end]
+                .char_indices()
+                .nth(max.saturating_sub(1))
+                .map_or(&text[..end], |(i, _)| &text[..i])
+                .to_string();
+            (format!("{}…", keep.trim_end()), true)
+        }
+    }
+}
+
+/// Collects a run's words while a store reader walks its entries in order.
+#[derive(Debug, Default)]
+pub(crate) struct Collector {
+    /// The first prompt, kept whatever follows.
+    first: Option<String>,
+    /// The latest prompts after the first, at most [`MAX_PROMPTS`] - 1.
+    latest: std::collections::VecDeque<String>,
+    total: usize,
+    answer: Option<String>,
+    model: Option<String>,
+    tokens: Tokens,
+    /// Lines or entries that could not be read.
+    pub damaged: usize,
+}
+
+impl Collector {
+    /// A prompt the user gave; blank ones are skipped.
+    pub fn prompt(&mut self, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let (text, _) = cut(text, MAX_PROMPT_CHARS);
+        self.total += 1;
+        if self.first.is_none() {
+            self.first = Some(text);
+            return;
+        }
+        if self.latest.len() == MAX_PROMPTS - 1 {
+            self.latest.pop_front();
+        }
+        self.latest.push_back(text);
+    }
+
+    /// An answer of the agent's (the latest one wins); blank ones are skipped. Only the first
+    /// [`MAX_ANSWER_CHARS`] * 4 bytes are kept until [`Collector::finish`] cuts it.
+    pub fn answer(&mut self, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let mut end = text.len().min(MAX_ANSWER_CHARS * 4 + 4);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.answer = Some(text[..end].to_string());
+    }
+
+    /// The model named by an entry of the run.
+    pub fn model(&mut self, name: &str) {
+        if !name.trim().is_empty() {
+            let (name, _) = cut(name, 200);
+            self.model = Some(name);
+        }
+    }
+
+    /// Adds token counts of one model call.
+    pub fn tokens(
+        &mut self,
+        input: Option<u64>,
+        output: Option<u64>,
+        cache_read: Option<u64>,
+        cache_write: Option<u64>,
+    ) {
+        fn add(sum: &mut Option<u64>, n: Option<u64>) {
+            if let Some(n) = n {
+                *sum = Some(sum.unwrap_or(0).saturating_add(n));
+            }
+        }
+        add(&mut self.tokens.input, input);
+        add(&mut self.tokens.output, output);
+        add(&mut self.tokens.cache_read, cache_read);
+        add(&mut self.tokens.cache_write, cache_write);
+    }
+
+    /// The transcript read from `source`. A run with no words says so in `missing`, and
+    /// unreadable entries are counted there too.
+    pub fn finish(self, source: &Path) -> Transcript {
+        let (answer, answer_truncated) = match &self.answer {
+            Some(a) => {
+                let (a, cut) = cut(a, MAX_ANSWER_CHARS);
+                (Some(a), cut)
+            }
+            None => (None, false),
+        };
+        let mut prompts: Vec<String> = self.first.into_iter().collect();
+        prompts.extend(self.latest);
+        let tokens = (self.tokens != Tokens::default()).then_some(self.tokens);
+        let mut t = Transcript {
+            source: Some(source.to_string_lossy().into_owned()),
+            prompts_omitted: self.total.saturating_sub(prompts.len()),
+            prompts,
+            last_answer: answer,
+            answer_truncated,
+            model: self.model,
+            tokens,
+            missing: None,
+            extra: Extra::new(),
+        };
+        let damaged = match self.damaged {
+            0 => None,
+            n => Some(format!(
+                "{n} entr{} of {} could not be read",
+                if n == 1 { "y" } else { "ies" },
+                source.display()
+            )),
+        };
+        if !t.has_words() {
+            let why = "the session holds no prompt or answer after the run started";
+            t.missing = Some(match damaged {
+                Some(d) => format!("{why} ({d})"),
+                None => why.to_string(),
+            });
+        } else {
+            t.missing = damaged;
+        }
+        t
+    }
+}
+
+/// Walks a JSON-lines text: each line parsed on its own, a line that is not JSON counted as
+/// damaged (a last line cut short by an agent still writing included).
+pub(crate) fn json_lines(
+    text: &str,
+    c: &mut Collector,
+    mut each: impl FnMut(&serde_json::Value, &mut Collector),
+) {
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<serde_json::Value>(line) {
+            Ok(v) => each(&v, c),
+            Err(_) => c.damaged += 1,
+        }
+    }
+}
+
+/// An RFC 3339 time in a JSON value.
+pub(crate) fn time_of(v: &serde_json::Value) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(v.as_str()?)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// The text of a list of content parts: the `text` of each part whose `type` is one of
+/// `kinds` (or every part with a `text` when `kinds` is empty), joined by blank lines. A plain
+/// string is its own text.
+pub(crate) fn text_of(content: &serde_json::Value, kinds: &[&str]) -> String {
+    match content {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter(|p| kinds.is_empty() || p["type"].as_str().is_some_and(|t| kinds.contains(&t)))
+            .filter_map(|p| p["text"].as_str())
+            .filter(|t| !t.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        _ => String::new(),
+    }
+}
+
+/// The first of `paths` that is a file.
+pub(crate) fn first_file(paths: impl IntoIterator<Item = PathBuf>) -> Option<PathBuf> {
+    paths.into_iter().find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_keeps_short_text_and_marks_a_cut() {
+        assert_eq!(cut("  hello  ", 10), ("hello".to_string(), false));
+        assert_eq!(cut("hello world", 5), ("hell…".to_string(), true));
+        assert_eq!(cut("ééééé", 5), ("ééééé".to_string(), false));
+        assert_eq!(cut("éééééé", 5).0.chars().count(), 5);
+    }
+
+    #[test]
+    fn prompts_keep_the_first_and_the_latest() {
+        let mut c = Collector::default();
+        for i in 0..20 {
+            c.prompt(&format!("p{i}"));
+        }
+        c.prompt("   ");
+        let t = c.finish(Path::new("/x"));
+        assert_eq!(t.prompts.len(), MAX_PROMPTS);
+        assert_eq!(t.prompts[0], "p0");
+        assert_eq!(t.prompts[MAX_PROMPTS - 1], "p19");
+        assert_eq!(t.prompts_omitted, 20 - MAX_PROMPTS);
+        assert!(t.missing.is_none());
+    }
+
+    #[test]
+    fn a_huge_answer_and_long_prompts_are_cut() {
+        let mut c = Collector::default();
+        c.prompt(&"p".repeat(100_000));
+        c.answer(&"é".repeat(1_000_000));
+        let t = c.finish(Path::new("/x"));
+        assert_eq!(t.prompts[0].chars().count(), MAX_PROMPT_CHARS);
+        assert!(t.prompts[0].ends_with('…'));
+        let answer = t.last_answer.unwrap();
+        assert_eq!(answer.chars().count(), MAX_ANSWER_CHARS);
+        assert!(t.answer_truncated);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_readable_transcript_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_file(dir.path()).unwrap_err();
+        assert!(err.contains("directory"), "{err}");
+        let err = read_file(&dir.path().join("none.jsonl")).unwrap_err();
+        assert!(err.contains("does not exist"), "{err}");
+        // Bytes that are not UTF-8 are read, replaced, and the line still counts.
+        let f = dir.path().join("t.jsonl");
+        std::fs::write(&f, b"{\"type\":\"user\",\"timestamp\":\"2026-01-02T00:00:00Z\",\"message\":{\"content\":\"caf\xe9\"}}\n").unwrap();
+        let since = time_of(&"2026-01-01T00:00:00Z".into()).unwrap();
+        let t = claude::parse(&read_file(&f).unwrap(), since).finish(&f);
+        assert_eq!(t.prompts, ["caf\u{fffd}"]);
+    }
+
+    #[test]
+    fn an_unknown_agent_or_a_missing_id_says_why() {
+        let now = Utc::now();
+        let t = read("aider", "x", Path::new("/"), now, None);
+        assert!(t.missing.unwrap().contains("aider"));
+        let t = read("codex", "", Path::new("/"), now, None);
+        assert!(t.missing.unwrap().contains("not known"));
+    }
+
+    #[test]
+    fn a_transcript_round_trips_and_keeps_unknown_fields() {
+        let text =
+            r#"{"prompts":["a"],"last_answer":"b","tokens":{"input":3,"future":1},"later":true}"#;
+        let t: Transcript = serde_json::from_str(text).unwrap();
+        assert_eq!(t.prompts, ["a"]);
+        assert_eq!(serde_json::to_string(&t).unwrap(), text);
+    }
+}
