@@ -19,12 +19,17 @@ use crate::session::model::ListKind;
 coding agent to the next.\n\nThe record lives in .pas-agent/session.json at the project root. \
 `export` writes it into the file an agent reads at startup (CLAUDE.md, AGENTS.md, GEMINI.md), \
 and `run` launches an agent with a checkpoint and export before and a record of what it did after.",
-    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code."
+    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code.\n\nManual: `pas-agent man [COMMAND]` (`pas-agent man run | man -l -`). Docs: https://docs.rs/crate/pas-agent/latest/source/docs/"
 )]
 pub struct Cli {
     /// Run as if pas-agent was started in DIR (like `git -C`).
     #[arg(short = 'C', value_name = "DIR", global = true)]
     pub dir: Option<PathBuf>,
+
+    /// When to colour the output of status, runs and doctor: auto (on a terminal, unless
+    /// NO_COLOR is set), always, never.
+    #[arg(long, value_name = "WHEN", global = true, default_value = "auto")]
+    pub color: crate::term::ColorChoice,
 
     /// The command to run.
     #[command(subcommand)]
@@ -58,7 +63,7 @@ pub enum Command {
     /// List the agent runs recorded in this session.
     Runs(RunsArgs),
     /// Print the shell integration script: a prompt segment, and agent commands sent through
-    /// `run` inside a session (see docs/hooks.md).
+    /// `run` inside a session (`pas-agent man hook`; https://docs.rs/crate/pas-agent/latest/source/docs/hooks.md).
     #[command(
         after_help = "Add one line to your shell's start-up file:\n  bash        eval \"$(pas-agent hook bash)\"            (~/.bashrc)\n  zsh         eval \"$(pas-agent hook zsh)\"             (~/.zshrc)\n  fish        pas-agent hook fish | source              (~/.config/fish/config.fish)\n  PowerShell  Invoke-Expression (& pas-agent hook powershell | Out-String)   ($PROFILE)"
     )]
@@ -67,14 +72,77 @@ pub enum Command {
     /// running agent); nothing outside a session. Exits 0 whatever state the session is in.
     Prompt(PromptArgs),
     /// Merge an unmerged session.json (git conflict markers after a merge, rebase or
-    /// cherry-pick) into one session, as the merge driver would have (docs/teams.md).
+    /// cherry-pick) into one session, as the merge driver would have (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md).
     Resolve,
     /// Shrink the session: drop the file lists of all but the last N checkpoints and runs,
-    /// and delete old output captures (docs/teams.md).
+    /// and delete old output captures (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md).
     Prune(PruneArgs),
     /// The git merge driver for session.json (`merge-driver %O %A %B %P`, set up by `init`),
     /// or `merge-driver --install` to set it up in this repository.
     MergeDriver(MergeDriverArgs),
+    /// Print the shell completion script: commands, flags, agent names, export targets, and
+    /// checkpoint, run and item numbers from the session in the current directory.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsArgs),
+    /// Print the manual page of pas-agent, or of one of its commands, in roff
+    /// (`pas-agent man run | man -l -`).
+    Man(ManArgs),
+    /// Check the set-up: git, the agents, the shell hooks, this session and the run registry.
+    /// Each problem comes with the command that fixes it; exits 1 when something needs
+    /// attention.
+    Doctor(JsonArgs),
+}
+
+/// One line per shell for its start-up file (`completions --help`, README.md).
+pub const COMPLETIONS_HELP: &str = "Add one line to your shell's start-up file:\n  bash        source <(pas-agent completions bash)                  (~/.bashrc)\n  zsh         source <(pas-agent completions zsh)                   (~/.zshrc, after compinit)\n  fish        pas-agent completions fish | source                   (~/.config/fish/config.fish)\n  PowerShell  pas-agent completions powershell | Out-String | Invoke-Expression   ($PROFILE)\n  elvish      eval (pas-agent completions elvish | slurp)           (~/.config/elvish/rc.elv)\nThe script calls pas-agent back (COMPLETE=<shell>) for each completion, so what it offers\nfollows the session of the directory you are in.";
+
+/// A shell `completions` writes a script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    /// bash
+    Bash,
+    /// zsh
+    Zsh,
+    /// fish
+    Fish,
+    /// PowerShell (also: pwsh)
+    #[value(alias = "pwsh")]
+    Powershell,
+    /// elvish
+    Elvish,
+}
+
+impl CompletionShell {
+    /// The shell's name as clap_complete's dynamic completion knows it (`COMPLETE=<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CompletionShell::Bash => "bash",
+            CompletionShell::Zsh => "zsh",
+            CompletionShell::Fish => "fish",
+            CompletionShell::Powershell => "powershell",
+            CompletionShell::Elvish => "elvish",
+        }
+    }
+}
+
+/// `completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to print the script for.
+    pub shell: CompletionShell,
+}
+
+/// `man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`run`, or `help` for none): without it, the page of
+    /// pas-agent itself, which lists the others.
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Write every page (pas-agent.1, pas-agent-run.1, …) into this directory instead, e.g.
+    /// ~/.local/share/man/man1.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `prune`.
@@ -245,7 +313,7 @@ pub struct CheckpointArgs {
 /// Commands that can print JSON.
 #[derive(Debug, Args)]
 pub struct JsonArgs {
-    /// Print one JSON document instead of text (see docs/json.md).
+    /// Print one JSON document instead of text (https://docs.rs/crate/pas-agent/latest/source/docs/json.md).
     #[arg(long)]
     pub json: bool,
 }
@@ -365,7 +433,7 @@ pub struct PromptArgs {
     #[arg(long, value_name = "CHARS", default_value_t = PROMPT_WIDTH, value_parser = clap::value_parser!(u16).range(PROMPT_MIN_WIDTH as i64..))]
     pub width: u16,
     /// For the shell hooks: also print the notice line, a stamp file and the files to watch,
-    /// one per line (docs/hooks.md). ID names the shell, usually its process id.
+    /// one per line (https://docs.rs/crate/pas-agent/latest/source/docs/hooks.md). ID names the shell, usually its process id.
     #[arg(long, value_name = "ID")]
     pub hook: Option<String>,
     /// With --hook: fill the notice line (the shell has just entered this project), unless

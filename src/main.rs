@@ -8,6 +8,10 @@ use pas_agent::error::{Error, exit};
 use pas_agent::term;
 
 fn main() -> ExitCode {
+    // A completion script calling back (`COMPLETE=bash pas-agent -- …`): answer and exit.
+    if pas_agent::cmd::complete::complete_if_asked() {
+        return code(exit::OK);
+    }
     // The prompt hook's command, without building clap's parser (see `fast_prompt_args`).
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if let Some(prompt) = pas_agent::cli::fast_prompt_args(&args) {
@@ -17,6 +21,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&visible(e)),
     };
+    term::set_color(cli.color);
     if let Some(dir) = &cli.dir
         && let Err(e) = std::env::set_current_dir(dir)
     {

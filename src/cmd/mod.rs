@@ -2,6 +2,8 @@
 //! result; `dispatch` returns the process exit code.
 
 mod checkpoint;
+pub mod complete;
+mod doctor;
 mod export;
 mod hook;
 mod init;
@@ -56,6 +58,9 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Resolve => merge::resolve(),
         Command::Prune(a) => prune::run(a),
         Command::MergeDriver(a) => merge::driver(a),
+        Command::Completions(a) => complete::completions(a),
+        Command::Man(a) => complete::man(a),
+        Command::Doctor(a) => doctor::run(a),
     }
 }
 
@@ -65,7 +70,13 @@ pub fn dispatch(command: Command) -> Result<i32> {
 fn sets_up_driver(command: &Command) -> bool {
     !matches!(
         command,
-        Command::Prompt(_) | Command::Hook(_) | Command::MergeDriver(_) | Command::Init(_)
+        Command::Prompt(_)
+            | Command::Hook(_)
+            | Command::MergeDriver(_)
+            | Command::Init(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+            | Command::Doctor(_)
     )
 }
 
