@@ -29,7 +29,7 @@ pub fn run(args: ExportArgs) -> Result<i32> {
     }
     let target = Target::new(&project, agent, args.output.as_deref(), &cwd);
     let report = export::export(&project, &target, args.force, tree.as_ref(), repo.as_ref())?;
-    print_report(agent, &report, &cwd)
+    print_report(agent, &report, &cwd, &project.root)
 }
 
 /// Prints what an export did: warnings (a checkpoint behind the work tree, a file longer than
@@ -39,6 +39,7 @@ fn print_report(
     agent: &agents::Agent,
     report: &export::Report,
     cwd: &std::path::Path,
+    root: &std::path::Path,
 ) -> Result<i32> {
     if let Some(stale) = report.stale.as_ref().filter(|s| s.tree_moved()) {
         crate::term::note(&stale.headline());
@@ -70,9 +71,23 @@ fn print_report(
         ),
         Outcome::Overwritten => format!("Overwrote {path} with the pas-agent block."),
     };
+    // Other files the agent loads by itself (Claude Code's `.claude/CLAUDE.md`,
+    // `CLAUDE.local.md`), by their path from the project root.
+    let also = report
+        .target
+        .path
+        .strip_prefix(root)
+        .ok()
+        .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        .and_then(|rel| agents::also_reads(agent).iter().find(|f| **f == rel));
     let hint = if report.target.at_default {
         format!(
             "{} reads {} from the project root when it starts.",
+            agent.name, agent.context_file
+        )
+    } else if let Some(file) = also {
+        format!(
+            "{} reads {file} from the project root when it starts, as well as {}.",
             agent.name, agent.context_file
         )
     } else {
