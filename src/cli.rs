@@ -59,6 +59,7 @@ pub enum Command {
     /// Write the session into an agent's context file (between pas-agent markers).
     Export(ExportArgs),
     /// Run an agent: checkpoint and export before, record the run after.
+    #[command(after_help = RUN_HELP)]
     Run(RunArgs),
     /// List the agent runs recorded in this session.
     Runs(RunsArgs),
@@ -92,6 +93,9 @@ pub enum Command {
     /// attention.
     Doctor(JsonArgs),
 }
+
+/// `run --help`: how flags reach the agent.
+pub const RUN_HELP: &str = "Flags for the agent go after its name: `pas-agent run codex --model o3` passes `--model o3` to\ncodex; pas-agent's own options go before the name. `--help` and `-h` there still show this help:\nwrite `pas-agent run codex -- --help` for the agent's own (everything after `--` is the agent's).\nCommands that start no session (`pas-agent run codex --version`) run straight, with no record.";
 
 /// One line per shell for its start-up file (`completions --help`, README.md).
 pub const COMPLETIONS_HELP: &str = "Add one line to your shell's start-up file:\n  bash        source <(pas-agent completions bash)                  (~/.bashrc)\n  zsh         source <(pas-agent completions zsh)                   (~/.zshrc, after compinit)\n  fish        pas-agent completions fish | source                   (~/.config/fish/config.fish)\n  PowerShell  pas-agent completions powershell | Out-String | Invoke-Expression   ($PROFILE)\n  elvish      eval (pas-agent completions elvish | slurp)           (~/.config/elvish/rc.elv)\nThe script calls pas-agent back (COMPLETE=<shell>) for each completion, so what it offers\nfollows the session of the directory you are in.";
@@ -426,11 +430,25 @@ pub const PROMPT_WIDTH: u16 = 32;
 /// The narrowest `prompt --width` accepted, in characters.
 pub const PROMPT_MIN_WIDTH: u16 = 8;
 
+/// A `prompt --width` value: ASCII digits, any number of them; below [`PROMPT_MIN_WIDTH`] counts
+/// as that, above 65535 as 65535, so that a width never makes the prompt fail (it promises exit
+/// 0 and a silent stderr). Errors: not a number.
+pub fn prompt_width(s: &str) -> Result<u16, String> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("`{s}` is not a number of columns"));
+    }
+    let n = s
+        .bytes()
+        .fold(0u64, |n, b| n.saturating_mul(10).saturating_add(u64::from(b - b'0')));
+    Ok(n.clamp(u64::from(PROMPT_MIN_WIDTH), u64::from(u16::MAX)) as u16)
+}
+
 /// `prompt`.
 #[derive(Debug, Args)]
 pub struct PromptArgs {
-    /// Longest task text shown, in characters; longer text is cut with "…".
-    #[arg(long, value_name = "CHARS", default_value_t = PROMPT_WIDTH, value_parser = clap::value_parser!(u16).range(PROMPT_MIN_WIDTH as i64..))]
+    /// Longest task text shown, in terminal columns (CJK and emoji take two); longer text is
+    /// cut with "…". Less than 8 counts as 8.
+    #[arg(long, value_name = "COLUMNS", default_value_t = PROMPT_WIDTH, value_parser = prompt_width)]
     pub width: u16,
     /// For the shell hooks: also print the notice line, a stamp file and the files to watch,
     /// one per line (https://docs.rs/crate/pas-agent/latest/source/docs/hooks.md). ID names the shell, usually its process id.
@@ -446,7 +464,7 @@ pub struct PromptArgs {
 /// `prompt` at every prompt whose session or HEAD changed, and building the whole command line
 /// parser is a large part of its cost. Takes the arguments after the program name; returns
 /// `None` (parse with clap, which then also reports any error) unless they are `prompt` and
-/// then only `--width N`, `--width=N` (8–65535), `--hook ID`, `--hook=ID` and `--notice` (with
+/// then only `--width N`, `--width=N` (digits, see [`prompt_width`]), `--hook ID`, `--hook=ID` and `--notice` (with
 /// `--hook`), each at most once, values not starting with `-` — the forms clap accepts with the
 /// same meaning. Anything else (`-C`, `--help`, a typo) goes to clap.
 pub fn fast_prompt_args(args: &[std::ffi::OsString]) -> Option<PromptArgs> {
@@ -476,12 +494,7 @@ pub fn fast_prompt_args(args: &[std::ffi::OsString]) -> Option<PromptArgs> {
         };
         match name {
             "--width" if width.is_none() => {
-                let v = value()?;
-                // What clap's u16 parser takes: ASCII digits only.
-                if !v.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-                width = Some(v.parse::<u16>().ok().filter(|w| *w >= PROMPT_MIN_WIDTH)?);
+                width = Some(prompt_width(value()?).ok()?);
             }
             "--hook" if hook.is_none() => hook = Some(value()?.to_string()),
             "--notice" if !notice && inline.is_none() => notice = true,

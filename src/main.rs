@@ -48,7 +48,10 @@ fn outcome(result: pas_agent::error::Result<i32>) -> ExitCode {
 /// Help and version go to stdout (exit 0), errors to stderr (exit 2), as clap does; the text is
 /// clap's plain rendering, without its colours.
 fn clap_exit(e: &clap::Error) -> ExitCode {
-    let text = e.render().to_string();
+    let mut text = e.render().to_string();
+    if let Some(tip) = value_tip(e) {
+        text = format!("{}\n{tip}\n", text.trim_end_matches('\n'));
+    }
     if e.use_stderr() {
         term::note(text.trim_end_matches('\n'));
     } else if let Err(err) = term::print(&text)
@@ -57,6 +60,60 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
         return code(exit::FAILURE);
     }
     code(e.exit_code())
+}
+
+/// For an unexpected argument that starts with `-` right after an option that takes a value
+/// (`update --remaining -x`, `export -o -q`): the tip to write the value attached
+/// (`--remaining=-x`, `-o=-q`), which clap reads as the value. Found from clap's own
+/// definition, so it holds for every such option of every command.
+fn value_tip(e: &clap::Error) -> Option<String> {
+    use clap::CommandFactory;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let at = args.iter().position(|a| a == bad)?;
+    let option = args.get(at.checked_sub(1)?)?;
+    let cmd = Cli::command();
+    let sub = args[..at]
+        .iter()
+        .find_map(|a| cmd.find_subcommand(a))
+        .unwrap_or(&cmd);
+    let takes_value = |arg: &clap::Arg| {
+        arg.get_num_args().is_none_or(|n| n.takes_values())
+            && !matches!(
+                arg.get_action(),
+                clap::ArgAction::SetTrue
+                    | clap::ArgAction::SetFalse
+                    | clap::ArgAction::Count
+                    | clap::ArgAction::Help
+                    | clap::ArgAction::HelpShort
+                    | clap::ArgAction::HelpLong
+                    | clap::ArgAction::Version
+            )
+    };
+    let known = sub.get_arguments().chain(cmd.get_arguments()).any(|arg| {
+        takes_value(arg)
+            && (option
+                .strip_prefix("--")
+                .is_some_and(|l| arg.get_long() == Some(l))
+                || option
+                    .strip_prefix('-')
+                    .and_then(|s| s.chars().next().filter(|_| s.len() == 1))
+                    .is_some_and(|c| arg.get_short() == Some(c)))
+    });
+    known.then(|| {
+        format!(
+            "  tip: to give '{bad}' as the value of '{option}', write it attached: '{option}={bad}'"
+        )
+    })
 }
 
 /// clap's plain rendering drops escape sequences from the arguments it quotes, so that

@@ -430,6 +430,12 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                 done.number
             ));
         }
+        Err(Error::NoSession { .. }) => warn(&format!(
+            "the session ({}) was deleted while {} ran, so this run ({}) is not recorded; nothing was recreated",
+            clean(&project.state_dir().to_string_lossy()),
+            clean(&plan.label),
+            record::describe(exit)
+        )),
         Err(e) => warn(&format!(
             "the outcome of this run ({} {}) could not be written to the session: {e}",
             clean(&plan.label),

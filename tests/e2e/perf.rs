@@ -213,8 +213,7 @@ fn prompt_reads_its_arguments_as_clap_does() {
         assert_eq!(sb.ok(&fast), sb.ok(&slow), "{args:?}");
     }
     for bad in [
-        &["prompt", "--width", "7"][..],
-        &["prompt", "--notice"],
+        &["prompt", "--notice"][..],
         &["prompt", "--hook"],
     ] {
         let err = sb.fails(bad, 2);
