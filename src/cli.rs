@@ -437,9 +437,9 @@ pub fn prompt_width(s: &str) -> Result<u16, String> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("`{s}` is not a number of columns"));
     }
-    let n = s
-        .bytes()
-        .fold(0u64, |n, b| n.saturating_mul(10).saturating_add(u64::from(b - b'0')));
+    let n = s.bytes().fold(0u64, |n, b| {
+        n.saturating_mul(10).saturating_add(u64::from(b - b'0'))
+    });
     Ok(n.clamp(u64::from(PROMPT_MIN_WIDTH), u64::from(u16::MAX)) as u16)
 }
 
