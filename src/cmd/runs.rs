@@ -160,12 +160,16 @@ fn state_style(run: &Run) -> anstyle::Style {
     }
 }
 
-/// The width in terminal columns of a column headed `head` holding `cells`.
+/// The agent column's narrowest width: the usual names fit, and the table keeps its layout.
+const AGENT_MIN_WIDTH: usize = 12;
+
+/// The width in terminal columns of a column headed `head` holding `cells`: the widest of
+/// them, at least [`AGENT_MIN_WIDTH`].
 fn column_width(head: &str, cells: &[String]) -> usize {
     cells
         .iter()
         .map(|c| UnicodeWidthStr::width(c.as_str()))
-        .chain(std::iter::once(head.len()))
+        .chain([head.len(), AGENT_MIN_WIDTH])
         .max()
         .unwrap_or(0)
 }
