@@ -22,8 +22,8 @@ pub const COMPLETE_ENV: &str = "COMPLETE";
 
 /// The command line definition with the session-dependent completers attached: agent names
 /// for `run`'s AGENT, checkpoint numbers for `show`, item numbers for `remove`, `update
-/// --done` and `update --resolve`, and run numbers for any argument named `run` (or a
-/// value named `RUN`).
+/// --done` and `update --resolve`, and run numbers for any argument named `run`, a value
+/// named `RUN`, or a positional argument of `runs`.
 pub fn command_with_completers() -> clap::Command {
     Cli::command().mut_subcommands(|sub| {
         let name = sub.get_name().to_string();
@@ -43,6 +43,8 @@ pub fn command_with_completers() -> clap::Command {
                 }
                 ("remove", "numbers", _) => ArgValueCandidates::new(|| item_candidates(None)),
                 (_, "run", _) | (_, _, Some("RUN")) => ArgValueCandidates::new(run_candidates),
+                // `runs N`: any positional of `runs` is a run number.
+                ("runs", _, _) if arg.is_positional() => ArgValueCandidates::new(run_candidates),
                 _ => return arg,
             };
             arg.add(completer)

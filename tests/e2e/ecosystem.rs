@@ -558,3 +558,50 @@ fn slugs(text: &str) -> Vec<String> {
     }
     out
 }
+
+/// What the completion engine offers (`COMPLETE=fish`, one `value<TAB>help` per line) for the
+/// words after `pas-agent`.
+fn offered(sb: &Sandbox, words: &[&str]) -> Vec<(String, String)> {
+    let out = sb
+        .cmd()
+        .env("COMPLETE", "fish")
+        .args(["--", "pas-agent"])
+        .args(words)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| {
+            let (v, h) = l.split_once('\t').unwrap_or((l, ""));
+            (v.to_string(), h.to_string())
+        })
+        .collect()
+}
+
+/// Item numbers come from the session's lists, export targets from the agents table, and
+/// outside a session no number is offered (and nothing is printed on stderr).
+#[test]
+fn completion_offers_items_targets_and_nothing_outside_a_session() {
+    let sb = Sandbox::with_session();
+    sb.ok(&[
+        "update",
+        "--remaining",
+        "write docs",
+        "--remaining",
+        "ship it",
+    ]);
+    sb.ok(&["update", "--blocker", "CI is red"]);
+    let done = offered(&sb, &["update", "--done", ""]);
+    assert!(done.contains(&("2".into(), "ship it".into())), "{done:?}");
+    assert!(!done.iter().any(|(v, _)| v == "3"), "{done:?}");
+    let resolve = offered(&sb, &["update", "--resolve", ""]);
+    assert_eq!(resolve, vec![("1".to_string(), "CI is red".to_string())]);
+    let targets = offered(&sb, &["export", "--to", "ge"]);
+    assert!(targets.iter().any(|(v, _)| v == "gemini"), "{targets:?}");
+    let agents = offered(&sb, &["run", "qw"]);
+    assert!(agents.iter().any(|(v, _)| v == "qwen"), "{agents:?}");
+    let outside = Sandbox::plain();
+    let none = offered(&outside, &["show", ""]);
+    assert!(none.iter().all(|(v, _)| v.starts_with('-')), "{none:?}");
+}
