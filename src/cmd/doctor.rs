@@ -127,7 +127,13 @@ fn print_text(checks: &[Check], ok: bool) -> Result<()> {
         let _ = writeln!(out, " {}{}  {}", c.name, " ".repeat(pad), c.detail);
         if let Some(fix) = &c.fix {
             let _ = write!(out, "     {}", " ".repeat(width));
-            out.paint(style::WARN, "fix:");
+            // A problem's fix, or how to set up what is worth having.
+            let label = if c.level == Level::Problem {
+                "fix:"
+            } else {
+                "set up:"
+            };
+            out.paint(style::WARN, label);
             let _ = writeln!(out, " {fix}");
         }
     }
@@ -607,7 +613,11 @@ fn registry_checks(checks: &mut Vec<Check>) {
                 "registry",
                 "run registry",
                 Level::Ok,
-                format!("{} ({} live runs listed)", shown(&file), entries.len()),
+                format!(
+                    "{} ({})",
+                    shown(&file),
+                    crate::display::count(entries.len(), "run listed", "runs listed")
+                ),
             ));
             if dead > 0 {
                 checks.push(

@@ -605,3 +605,48 @@ fn completion_offers_items_targets_and_nothing_outside_a_session() {
     let none = offered(&outside, &["show", ""]);
     assert!(none.iter().all(|(v, _)| v.starts_with('-')), "{none:?}");
 }
+
+/// A registry entry whose launcher is gone is a problem, and the fix doctor names clears it.
+#[test]
+fn doctor_names_a_fix_that_clears_a_dead_registry_entry() {
+    let sb = Sandbox::with_session();
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    let reg = sb.home.join(".local/state/pas-agent");
+    std::fs::create_dir_all(&reg).unwrap();
+    let entry = serde_json::json!({
+        "schema_version": 1,
+        "runs": [{
+            "run_id": "0b4a6a4e-9d7e-4c1e-8f6e-2b1f0f1d2c3a",
+            "project": sb.tmp.path().join("gone").to_string_lossy(),
+            "session_id": "1c5b7b5f-0e8f-4d2f-9a7f-3c2a1a2e3d4b",
+            "agent": "codex",
+            "argv": ["codex"],
+            "cwd": "/",
+            "started_at": "2026-01-01T00:00:00Z",
+            "launcher_pid": pid
+        }]
+    });
+    std::fs::write(reg.join("runs.json"), entry.to_string()).unwrap();
+    let (code, json) = doctor(&sb, None);
+    assert_eq!(code, 1, "{json:#}");
+    let dead = problems(&json)
+        .into_iter()
+        .find(|c| c["name"] == "dead runs")
+        .unwrap_or_else(|| panic!("{json:#}"))
+        .clone();
+    let fix = dead["fix"].as_str().unwrap();
+    assert_eq!(fix, "pas-agent runs --all");
+    let args: Vec<&str> = fix.split_whitespace().skip(1).collect();
+    sb.ok(&args);
+    let (_, json) = doctor(&sb, None);
+    assert!(
+        !json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "dead runs"),
+        "{json:#}"
+    );
+}
