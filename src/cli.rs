@@ -36,6 +36,41 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Where the documentation of this version is read without the source tree.
+pub const DOCS_URL: &str = "https://docs.rs/crate/pas-agent/latest/source/docs/";
+
+/// The command line as parsed: [`Cli`], each command's help ending with where its manual page
+/// and the docs are (`pas-agent help run`, `run --help`), so that no help points to a file a
+/// `cargo install` user does not have. Every command added to [`Command`] gets the line.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().mut_subcommands(|sub| {
+        let line = format!(
+            "Manual: `pas-agent man {}`. Docs: {DOCS_URL}",
+            sub.get_name()
+        );
+        let text = match sub.get_after_help() {
+            Some(help) => format!("{help}\n\n{line}"),
+            None => line,
+        };
+        sub.after_help(text)
+    })
+}
+
+/// Parses `args` (program name first) with [`command`].
+///
+/// Errors: clap's, for bad arguments, `--help` and `--version`.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    let mut cmd = command();
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+}
+
 /// The commands.
 // Parsed once per process: the size difference between variants does not matter.
 #[allow(clippy::large_enum_variant)]
@@ -593,5 +628,19 @@ mod tests {
     #[test]
     fn definitions_are_consistent() {
         Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_help_names_its_manual_page() {
+        let mut cmd = command();
+        for sub in cmd.get_subcommands_mut() {
+            let name = sub.get_name().to_string();
+            let help = sub.render_help().to_string();
+            assert!(
+                help.contains(&format!("pas-agent man {name}")) && help.contains(DOCS_URL),
+                "{name}: {help}"
+            );
+        }
     }
 }

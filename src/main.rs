@@ -2,8 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use pas_agent::cli::{Cli, Command};
+use pas_agent::cli::Command;
 use pas_agent::error::{Error, exit};
 use pas_agent::term;
 
@@ -17,7 +16,7 @@ fn main() -> ExitCode {
     if let Some(prompt) = pas_agent::cli::fast_prompt_args(&args) {
         return outcome(pas_agent::cmd::dispatch(Command::Prompt(prompt)));
     }
-    let cli = match Cli::try_parse() {
+    let cli = match pas_agent::cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&visible(e)),
     };
@@ -67,7 +66,6 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
 /// (`--remaining=-x`, `-o=-q`), which clap reads as the value. Found from clap's own
 /// definition, so it holds for every such option of every command.
 fn value_tip(e: &clap::Error) -> Option<String> {
-    use clap::CommandFactory;
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if e.kind() != ErrorKind::UnknownArgument {
         return None;
@@ -81,7 +79,7 @@ fn value_tip(e: &clap::Error) -> Option<String> {
         .collect();
     let at = args.iter().position(|a| a == bad)?;
     let option = args.get(at.checked_sub(1)?)?;
-    let cmd = Cli::command();
+    let cmd = pas_agent::cli::command();
     let sub = args[..at]
         .iter()
         .find_map(|a| cmd.find_subcommand(a))
@@ -133,7 +131,7 @@ fn visible(e: clap::Error) -> clap::Error {
     if !changed {
         return e;
     }
-    match Cli::try_parse_from(args) {
+    match pas_agent::cli::parse_from(args) {
         Err(shown) if shown.kind() == e.kind() => shown,
         _ => e,
     }

@@ -7,11 +7,10 @@
 //! names, checkpoint, run and item numbers). Commands added to `crate::cli` complete without
 //! any change here.
 
-use clap::CommandFactory;
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 use clap_complete::env::Shells;
 
-use crate::cli::{Cli, CompletionsArgs, ManArgs};
+use crate::cli::{CompletionsArgs, ManArgs};
 use crate::error::{Error, Result};
 use crate::session::Project;
 use crate::session::model::{ListKind, Session};
@@ -25,7 +24,7 @@ pub const COMPLETE_ENV: &str = "COMPLETE";
 /// --done` and `update --resolve`, and run numbers for any argument named `run`, a value
 /// named `RUN`, or a positional argument of `runs`.
 pub fn command_with_completers() -> clap::Command {
-    Cli::command().mut_subcommands(|sub| {
+    crate::cli::command().mut_subcommands(|sub| {
         let name = sub.get_name().to_string();
         sub.mut_args(|arg| {
             let value_name = arg
@@ -185,7 +184,7 @@ fn item_candidates(kind: Option<ListKind>) -> Vec<CompletionCandidate> {
 /// The manual pages: the command's and one per reachable subcommand, by path
 /// (`["run"]` → `pas-agent-run`). `None` when `path` names no command.
 fn man_page_of(path: &[String]) -> Option<clap::Command> {
-    let mut cmd = Cli::command().disable_help_subcommand(true);
+    let mut cmd = crate::cli::command().disable_help_subcommand(true);
     cmd.build();
     for name in path {
         let found = cmd
@@ -217,7 +216,7 @@ fn all_pages() -> Vec<clap::Command> {
             walk(sub, out);
         }
     }
-    let mut cmd = Cli::command().disable_help_subcommand(true);
+    let mut cmd = crate::cli::command().disable_help_subcommand(true);
     cmd.build();
     let mut out = Vec::new();
     walk(&cmd, &mut out);
@@ -262,6 +261,8 @@ pub fn man(args: ManArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::Cli;
+    use clap::CommandFactory;
 
     #[test]
     fn every_subcommand_has_a_page() {
