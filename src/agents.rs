@@ -690,7 +690,22 @@ impl Agent {
     }
 }
 
-/// The agent whose id or alias is `name`, exactly.
+/// Files an agent loads at startup besides its [`Agent::context_file`], relative to the
+/// project root, by agent id. Claude Code 2.1 (checked in the 2.1.197 binary's memory
+/// loader): `CLAUDE.md`, `.claude/CLAUDE.md` and `CLAUDE.local.md` in each directory from the
+/// one it starts in up to the root, and `.claude/rules/*.md`.
+pub const ALSO_READS: &[(&str, &[&str])] =
+    &[("claude-code", &[".claude/CLAUDE.md", "CLAUDE.local.md"])];
+
+/// The other files `agent` loads at startup (see [`ALSO_READS`]).
+pub fn also_reads(agent: &Agent) -> &'static [&'static str] {
+    ALSO_READS
+        .iter()
+        .find(|(id, _)| *id == agent.id)
+        .map_or(&[], |(_, files)| files)
+}
+
+/// The agent whose id or alias is `name` (what `export --to` accepts).
 pub fn by_name(name: &str) -> Option<&'static Agent> {
     AGENTS
         .iter()

@@ -19,16 +19,56 @@ use crate::session::model::ListKind;
 coding agent to the next.\n\nThe record lives in .pas-agent/session.json at the project root. \
 `export` writes it into the file an agent reads at startup (CLAUDE.md, AGENTS.md, GEMINI.md), \
 and `run` launches an agent with a checkpoint and export before and a record of what it did after.",
-    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code."
+    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code.\n\nManual: `pas-agent man [COMMAND]` (`pas-agent man run | man -l -`). Docs: https://docs.rs/crate/pas-agent/latest/source/docs/"
 )]
 pub struct Cli {
     /// Run as if pas-agent was started in DIR (like `git -C`).
     #[arg(short = 'C', value_name = "DIR", global = true)]
     pub dir: Option<PathBuf>,
 
+    /// When to colour the output of status, runs and doctor: auto (on a terminal, unless
+    /// NO_COLOR is set), always, never.
+    #[arg(long, value_name = "WHEN", global = true, default_value = "auto")]
+    pub color: crate::term::ColorChoice,
+
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Where the documentation of this version is read without the source tree.
+pub const DOCS_URL: &str = "https://docs.rs/crate/pas-agent/latest/source/docs/";
+
+/// The command line as parsed: [`Cli`], each command's help ending with where its manual page
+/// and the docs are (`pas-agent help run`, `run --help`), so that no help points to a file a
+/// `cargo install` user does not have. Every command added to [`Command`] gets the line.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().mut_subcommands(|sub| {
+        let line = format!(
+            "Manual: `pas-agent man {}`. Docs: {DOCS_URL}",
+            sub.get_name()
+        );
+        let text = match sub.get_after_help() {
+            Some(help) => format!("{help}\n\n{line}"),
+            None => line,
+        };
+        sub.after_help(text)
+    })
+}
+
+/// Parses `args` (program name first) with [`command`].
+///
+/// Errors: clap's, for bad arguments, `--help` and `--version`.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    let mut cmd = command();
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
 }
 
 /// The commands.
@@ -56,11 +96,12 @@ pub enum Command {
     /// in use (docs/agents.md).
     Export(ExportArgs),
     /// Run an agent: checkpoint and export before, record the run after.
+    #[command(after_help = RUN_HELP)]
     Run(RunArgs),
     /// List the agent runs recorded in this session, or show one in full (`runs N`).
     Runs(RunsArgs),
     /// Print the shell integration script: a prompt segment, and agent commands sent through
-    /// `run` inside a session (see docs/hooks.md).
+    /// `run` inside a session (`pas-agent man hook`; https://docs.rs/crate/pas-agent/latest/source/docs/hooks.md).
     #[command(
         after_help = "Add one line to your shell's start-up file:\n  bash        eval \"$(pas-agent hook bash)\"            (~/.bashrc)\n  zsh         eval \"$(pas-agent hook zsh)\"             (~/.zshrc)\n  fish        pas-agent hook fish | source              (~/.config/fish/config.fish)\n  PowerShell  Invoke-Expression (& pas-agent hook powershell | Out-String)   ($PROFILE)"
     )]
@@ -69,10 +110,10 @@ pub enum Command {
     /// running agent); nothing outside a session. Exits 0 whatever state the session is in.
     Prompt(PromptArgs),
     /// Merge an unmerged session.json (git conflict markers after a merge, rebase or
-    /// cherry-pick) into one session, as the merge driver would have (docs/teams.md).
+    /// cherry-pick) into one session, as the merge driver would have (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md).
     Resolve,
     /// Shrink the session: drop the file lists of all but the last N checkpoints and runs,
-    /// and delete old output captures (docs/teams.md).
+    /// and delete old output captures (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md).
     Prune(PruneArgs),
     /// The git merge driver for session.json (`merge-driver %O %A %B %P`, set up by `init`),
     /// or `merge-driver --install` to set it up in this repository.
@@ -81,6 +122,72 @@ pub enum Command {
     /// and update it and take checkpoints (docs/mcp.md). `--config AGENT` prints the snippet
     /// that registers the server with that agent.
     Mcp(McpArgs),
+    /// Print the shell completion script: commands, flags, agent names, export targets, and
+    /// checkpoint, run and item numbers from the session in the current directory.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsArgs),
+    /// Print the manual page of pas-agent, or of one of its commands, in roff
+    /// (`pas-agent man run | man -l -`).
+    Man(ManArgs),
+    /// Check the set-up: git, the agents, the shell hooks, this session and the run registry.
+    /// Each problem comes with the command that fixes it; exits 1 when something needs
+    /// attention.
+    Doctor(JsonArgs),
+}
+
+/// `run --help`: how flags reach the agent.
+pub const RUN_HELP: &str = "Flags for the agent go after its name: `pas-agent run codex --model o3` passes `--model o3` to\ncodex; pas-agent's own options go before the name. `--help` and `-h` there still show this help:\nwrite `pas-agent run codex -- --help` for the agent's own (everything after `--` is the agent's).\nCommands that start no session (`pas-agent run codex --version`) run straight, with no record.";
+
+/// One line per shell for its start-up file (`completions --help`, README.md).
+pub const COMPLETIONS_HELP: &str = "Add one line to your shell's start-up file:\n  bash        source <(pas-agent completions bash)                  (~/.bashrc)\n  zsh         source <(pas-agent completions zsh)                   (~/.zshrc, after compinit)\n  fish        pas-agent completions fish | source                   (~/.config/fish/config.fish)\n  PowerShell  pas-agent completions powershell | Out-String | Invoke-Expression   ($PROFILE)\n  elvish      eval (pas-agent completions elvish | slurp)           (~/.config/elvish/rc.elv)\nThe script calls pas-agent back (COMPLETE=<shell>) for each completion, so what it offers\nfollows the session of the directory you are in.";
+
+/// A shell `completions` writes a script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    /// bash
+    Bash,
+    /// zsh
+    Zsh,
+    /// fish
+    Fish,
+    /// PowerShell (also: pwsh)
+    #[value(alias = "pwsh")]
+    Powershell,
+    /// elvish
+    Elvish,
+}
+
+impl CompletionShell {
+    /// The shell's name as clap_complete's dynamic completion knows it (`COMPLETE=<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CompletionShell::Bash => "bash",
+            CompletionShell::Zsh => "zsh",
+            CompletionShell::Fish => "fish",
+            CompletionShell::Powershell => "powershell",
+            CompletionShell::Elvish => "elvish",
+        }
+    }
+}
+
+/// `completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to print the script for.
+    pub shell: CompletionShell,
+}
+
+/// `man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`run`, or `help` for none): without it, the page of
+    /// pas-agent itself, which lists the others.
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Write every page (pas-agent.1, pas-agent-run.1, …) into this directory instead, e.g.
+    /// ~/.local/share/man/man1.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `mcp`.
@@ -260,7 +367,7 @@ pub struct CheckpointArgs {
 /// Commands that can print JSON.
 #[derive(Debug, Args)]
 pub struct JsonArgs {
-    /// Print one JSON document instead of text (see docs/json.md).
+    /// Print one JSON document instead of text (https://docs.rs/crate/pas-agent/latest/source/docs/json.md).
     #[arg(long)]
     pub json: bool,
 }
@@ -403,14 +510,28 @@ pub const PROMPT_WIDTH: u16 = 32;
 /// The narrowest `prompt --width` accepted, in characters.
 pub const PROMPT_MIN_WIDTH: u16 = 8;
 
+/// A `prompt --width` value: ASCII digits, any number of them; below [`PROMPT_MIN_WIDTH`] counts
+/// as that, above 65535 as 65535, so that a width never makes the prompt fail (it promises exit
+/// 0 and a silent stderr). Errors: not a number.
+pub fn prompt_width(s: &str) -> Result<u16, String> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("`{s}` is not a number of columns"));
+    }
+    let n = s.bytes().fold(0u64, |n, b| {
+        n.saturating_mul(10).saturating_add(u64::from(b - b'0'))
+    });
+    Ok(n.clamp(u64::from(PROMPT_MIN_WIDTH), u64::from(u16::MAX)) as u16)
+}
+
 /// `prompt`.
 #[derive(Debug, Args)]
 pub struct PromptArgs {
-    /// Longest task text shown, in characters; longer text is cut with "…".
-    #[arg(long, value_name = "CHARS", default_value_t = PROMPT_WIDTH, value_parser = clap::value_parser!(u16).range(PROMPT_MIN_WIDTH as i64..))]
+    /// Longest task text shown, in terminal columns (CJK and emoji take two); longer text is
+    /// cut with "…". Less than 8 counts as 8.
+    #[arg(long, value_name = "COLUMNS", default_value_t = PROMPT_WIDTH, value_parser = prompt_width)]
     pub width: u16,
     /// For the shell hooks: also print the notice line, a stamp file and the files to watch,
-    /// one per line (docs/hooks.md). ID names the shell, usually its process id.
+    /// one per line (https://docs.rs/crate/pas-agent/latest/source/docs/hooks.md). ID names the shell, usually its process id.
     #[arg(long, value_name = "ID")]
     pub hook: Option<String>,
     /// With --hook: fill the notice line (the shell has just entered this project), unless
@@ -423,7 +544,7 @@ pub struct PromptArgs {
 /// `prompt` at every prompt whose session or HEAD changed, and building the whole command line
 /// parser is a large part of its cost. Takes the arguments after the program name; returns
 /// `None` (parse with clap, which then also reports any error) unless they are `prompt` and
-/// then only `--width N`, `--width=N` (8–65535), `--hook ID`, `--hook=ID` and `--notice` (with
+/// then only `--width N`, `--width=N` (digits, see [`prompt_width`]), `--hook ID`, `--hook=ID` and `--notice` (with
 /// `--hook`), each at most once, values not starting with `-` — the forms clap accepts with the
 /// same meaning. Anything else (`-C`, `--help`, a typo) goes to clap.
 pub fn fast_prompt_args(args: &[std::ffi::OsString]) -> Option<PromptArgs> {
@@ -453,12 +574,7 @@ pub fn fast_prompt_args(args: &[std::ffi::OsString]) -> Option<PromptArgs> {
         };
         match name {
             "--width" if width.is_none() => {
-                let v = value()?;
-                // What clap's u16 parser takes: ASCII digits only.
-                if !v.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-                width = Some(v.parse::<u16>().ok().filter(|w| *w >= PROMPT_MIN_WIDTH)?);
+                width = Some(prompt_width(value()?).ok()?);
             }
             "--hook" if hook.is_none() => hook = Some(value()?.to_string()),
             "--notice" if !notice && inline.is_none() => notice = true,
@@ -557,5 +673,19 @@ mod tests {
     #[test]
     fn definitions_are_consistent() {
         Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_help_names_its_manual_page() {
+        let mut cmd = command();
+        for sub in cmd.get_subcommands_mut() {
+            let name = sub.get_name().to_string();
+            let help = sub.render_help().to_string();
+            assert!(
+                help.contains(&format!("pas-agent man {name}")) && help.contains(DOCS_URL),
+                "{name}: {help}"
+            );
+        }
     }
 }

@@ -788,10 +788,20 @@ pub fn remove_stale_temps(dir: &Path) -> usize {
 /// (for a directory that also holds other people's files, such as the session root with its
 /// context files). The same rule applies: call it only under the lock every writer holds.
 pub fn remove_stale_temps_of(dir: &Path, names: Option<&[&str]>) -> usize {
+    temp_files_of(dir, names)
+        .iter()
+        .filter(|path| fs::remove_file(path).is_ok())
+        .count()
+}
+
+/// The regular files in `dir` named like the atomic writer's temp files (`.NAME.XXXXXX.tmp`),
+/// limited to the temp files of `names` when given, without links or directories. Whether
+/// they are stale depends on the lock (see [`remove_stale_temps`]); nothing is removed.
+pub fn temp_files_of(dir: &Path, names: Option<&[&str]>) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
-        return 0;
+        return Vec::new();
     };
-    let mut removed = 0;
+    let mut found = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
@@ -806,11 +816,12 @@ pub fn remove_stale_temps_of(dir: &Path, names: Option<&[&str]>) -> usize {
             continue;
         }
         // Not through links, and never a directory.
-        if entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok() {
-            removed += 1;
+        if entry.file_type().is_ok_and(|t| t.is_file()) {
+            found.push(entry.path());
         }
     }
-    removed
+    found.sort();
+    found
 }
 
 /// `.NAME.XXXXXX.tmp`, as [`WriteGuard::write`] names its temp files.

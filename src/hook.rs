@@ -78,6 +78,59 @@ impl Shell {
     }
 }
 
+/// The start-up files each shell reads where people put `eval "$(pas-agent hook …)"` (and the
+/// completion line), in the order the shell reads them: bash `~/.bashrc`, `~/.bash_profile`,
+/// `~/.bash_login`, `~/.profile`; zsh `$ZDOTDIR/.zshrc` and `.zprofile` (`ZDOTDIR` defaults to
+/// `HOME`); fish `$XDG_CONFIG_HOME/fish/config.fish` and `conf.d/*.fish` (default
+/// `~/.config`); PowerShell's current-user profiles under `$XDG_CONFIG_HOME/powershell` (Unix).
+/// Files that do not exist are listed too; an empty list when no `HOME` is known.
+pub fn startup_files(shell: Shell) -> Vec<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let Some(home) = var("HOME") else {
+        return Vec::new();
+    };
+    let config = var("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config"));
+    match shell {
+        Shell::Bash => [".bashrc", ".bash_profile", ".bash_login", ".profile"]
+            .iter()
+            .map(|f| home.join(f))
+            .collect(),
+        Shell::Zsh => {
+            let dir = var("ZDOTDIR").unwrap_or_else(|| home.clone());
+            vec![
+                dir.join(".zshrc"),
+                dir.join(".zprofile"),
+                dir.join(".zshenv"),
+            ]
+        }
+        Shell::Fish => {
+            let dir = config.join("fish");
+            let mut files = vec![dir.join("config.fish")];
+            if let Ok(entries) = std::fs::read_dir(dir.join("conf.d")) {
+                let mut more: Vec<PathBuf> = entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "fish"))
+                    .collect();
+                more.sort();
+                files.extend(more);
+            }
+            files
+        }
+        Shell::PowerShell => {
+            let dir = config.join("powershell");
+            vec![
+                dir.join("Microsoft.PowerShell_profile.ps1"),
+                dir.join("profile.ps1"),
+            ]
+        }
+    }
+}
+
 /// The variable the hooks keep the prompt segment in (exported, so prompt programs such as
 /// starship can read it). The launcher removes it from an agent's environment.
 pub const PROMPT_ENV: &str = "PAS_AGENT_PROMPT";

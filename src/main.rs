@@ -2,21 +2,25 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use pas_agent::cli::{Cli, Command};
+use pas_agent::cli::Command;
 use pas_agent::error::{Error, exit};
 use pas_agent::term;
 
 fn main() -> ExitCode {
+    // A completion script calling back (`COMPLETE=bash pas-agent -- …`): answer and exit.
+    if pas_agent::cmd::complete::complete_if_asked() {
+        return code(exit::OK);
+    }
     // The prompt hook's command, without building clap's parser (see `fast_prompt_args`).
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if let Some(prompt) = pas_agent::cli::fast_prompt_args(&args) {
         return outcome(pas_agent::cmd::dispatch(Command::Prompt(prompt)));
     }
-    let cli = match Cli::try_parse() {
+    let cli = match pas_agent::cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&visible(e)),
     };
+    term::set_color(cli.color);
     if let Some(dir) = &cli.dir
         && let Err(e) = std::env::set_current_dir(dir)
     {
@@ -43,7 +47,10 @@ fn outcome(result: pas_agent::error::Result<i32>) -> ExitCode {
 /// Help and version go to stdout (exit 0), errors to stderr (exit 2), as clap does; the text is
 /// clap's plain rendering, without its colours.
 fn clap_exit(e: &clap::Error) -> ExitCode {
-    let text = e.render().to_string();
+    let mut text = e.render().to_string();
+    if let Some(tip) = value_tip(e) {
+        text = format!("{}\n{tip}\n", text.trim_end_matches('\n'));
+    }
     if e.use_stderr() {
         term::note(text.trim_end_matches('\n'));
     } else if let Err(err) = term::print(&text)
@@ -52,6 +59,59 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
         return code(exit::FAILURE);
     }
     code(e.exit_code())
+}
+
+/// For an unexpected argument that starts with `-` right after an option that takes a value
+/// (`update --remaining -x`, `export -o -q`): the tip to write the value attached
+/// (`--remaining=-x`, `-o=-q`), which clap reads as the value. Found from clap's own
+/// definition, so it holds for every such option of every command.
+fn value_tip(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let at = args.iter().position(|a| a == bad)?;
+    let option = args.get(at.checked_sub(1)?)?;
+    let cmd = pas_agent::cli::command();
+    let sub = args[..at]
+        .iter()
+        .find_map(|a| cmd.find_subcommand(a))
+        .unwrap_or(&cmd);
+    let takes_value = |arg: &clap::Arg| {
+        arg.get_num_args().is_none_or(|n| n.takes_values())
+            && !matches!(
+                arg.get_action(),
+                clap::ArgAction::SetTrue
+                    | clap::ArgAction::SetFalse
+                    | clap::ArgAction::Count
+                    | clap::ArgAction::Help
+                    | clap::ArgAction::HelpShort
+                    | clap::ArgAction::HelpLong
+                    | clap::ArgAction::Version
+            )
+    };
+    let known = sub.get_arguments().chain(cmd.get_arguments()).any(|arg| {
+        takes_value(arg)
+            && (option
+                .strip_prefix("--")
+                .is_some_and(|l| arg.get_long() == Some(l))
+                || option
+                    .strip_prefix('-')
+                    .and_then(|s| s.chars().next().filter(|_| s.len() == 1))
+                    .is_some_and(|c| arg.get_short() == Some(c)))
+    });
+    known.then(|| {
+        format!(
+            "  tip: to give '{bad}' as the value of '{option}', write it attached: '{option}={bad}'"
+        )
+    })
 }
 
 /// clap's plain rendering drops escape sequences from the arguments it quotes, so that
@@ -71,7 +131,7 @@ fn visible(e: clap::Error) -> clap::Error {
     if !changed {
         return e;
     }
-    match Cli::try_parse_from(args) {
+    match pas_agent::cli::parse_from(args) {
         Err(shown) if shown.kind() == e.kind() => shown,
         _ => e,
     }

@@ -188,6 +188,133 @@ fn write_stdout(text: &str) -> Result<()> {
         })
 }
 
+/// When to colour what this process prints on stdout (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set (to anything but "") or `TERM=dumb`
+    #[default]
+    Auto,
+    /// Always, even into a pipe or a file
+    Always,
+    /// Never
+    Never,
+}
+
+static COLOR: std::sync::OnceLock<ColorChoice> = std::sync::OnceLock::new();
+
+/// Sets the colour choice for this process (from `--color`); the first call wins.
+pub fn set_color(choice: ColorChoice) {
+    let _ = COLOR.set(choice);
+}
+
+/// Whether text written to stdout gets colours: `--color always`, or `--color auto` (the
+/// default) with stdout a terminal, `NO_COLOR` unset or empty (no-color.org) and `TERM` not
+/// `dumb`.
+pub fn color_stdout() -> bool {
+    match COLOR.get().copied().unwrap_or_default() {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+                && std::io::stdout().is_terminal()
+        }
+    }
+}
+
+/// Text for stdout, cleaned as it is added, with optional colours.
+///
+/// Everything written into it with `write!`/`push_str` is cleaned by [`clean_output`] at once;
+/// [`Out::paint`] adds cleaned text between SGR escape sequences when [`color_stdout`] said yes
+/// when the `Out` was made. [`Out::print`] then writes it as it is: the only escape sequences
+/// in it are the ones `paint` put there.
+#[derive(Debug)]
+pub struct Out {
+    text: String,
+    color: bool,
+}
+
+impl Default for Out {
+    fn default() -> Self {
+        Out::new()
+    }
+}
+
+impl Out {
+    /// An empty text, coloured if stdout gets colours ([`color_stdout`]).
+    pub fn new() -> Out {
+        Out {
+            text: String::new(),
+            color: color_stdout(),
+        }
+    }
+
+    /// Whether [`Out::paint`] adds colours.
+    pub fn colored(&self) -> bool {
+        self.color
+    }
+
+    /// Adds `text`, cleaned.
+    pub fn push_str(&mut self, text: &str) {
+        self.text.push_str(&clean_output(text));
+    }
+
+    /// Adds one character, cleaned.
+    pub fn push(&mut self, c: char) {
+        let mut buf = [0u8; 4];
+        self.push_str(c.encode_utf8(&mut buf));
+    }
+
+    /// Adds `text`, cleaned, in `style` when colours are on.
+    pub fn paint(&mut self, style: anstyle::Style, text: &str) {
+        if self.color && style != anstyle::Style::new() {
+            use std::fmt::Write as _;
+            let _ = write!(self.text, "{style}{}{style:#}", clean_output(text));
+        } else {
+            self.push_str(text);
+        }
+    }
+
+    /// The text so far (escape sequences included when colours are on).
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// Writes the text to stdout, like [`print`].
+    pub fn print(&self) -> Result<()> {
+        write_stdout(&self.text)
+    }
+}
+
+impl std::fmt::Write for Out {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.push_str(s);
+        Ok(())
+    }
+}
+
+/// Styles used on stdout: what needs attention, what is fine, what is going on, headings.
+pub mod style {
+    use anstyle::{AnsiColor, Style};
+    /// A problem: red.
+    pub const BAD: Style = AnsiColor::Red.on_default().bold();
+    /// Needs attention: yellow.
+    pub const WARN: Style = AnsiColor::Yellow.on_default();
+    /// All well: green.
+    pub const GOOD: Style = AnsiColor::Green.on_default();
+    /// Running now: cyan.
+    pub const LIVE: Style = AnsiColor::Cyan.on_default();
+    /// Headings and labels: bold.
+    pub const HEAD: Style = Style::new().bold();
+    /// Less important: dimmed.
+    pub const DIM: Style = Style::new().dimmed();
+}
+
 /// Whether stdin is a terminal someone can answer on.
 pub fn stdin_is_terminal() -> bool {
     std::io::stdin().is_terminal()

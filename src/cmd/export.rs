@@ -113,7 +113,7 @@ pub fn run(args: ExportArgs) -> Result<i32> {
     for target in &targets {
         match export::export(&project, target, args.force, tree.as_ref(), repo.as_ref()) {
             Ok(report) => {
-                print_report(target.agent, &report, &cwd)?;
+                print_report(target.agent, &report, &cwd, &project.root)?;
             }
             Err(e) => failed(e)?,
         }
@@ -168,6 +168,7 @@ fn print_report(
     agent: &agents::Agent,
     report: &export::Report,
     cwd: &std::path::Path,
+    root: &std::path::Path,
 ) -> Result<i32> {
     if let Some(stale) = report.stale.as_ref().filter(|s| s.tree_moved()) {
         crate::term::note(&stale.headline());
@@ -199,11 +200,25 @@ fn print_report(
         ),
         Outcome::Overwritten => format!("Overwrote {path} with the pas-agent block."),
     };
+    // Other files the agent loads by itself (Claude Code's `.claude/CLAUDE.md`,
+    // `CLAUDE.local.md`), by their path from the project root.
+    let also = report
+        .target
+        .path
+        .strip_prefix(root)
+        .ok()
+        .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        .and_then(|rel| agents::also_reads(agent).iter().find(|f| **f == rel));
     let hint = if report.target.at_default {
         format!(
             "{} reads {} from the project root when it starts.",
             agent.name,
             clean(&report.target.shown())
+        )
+    } else if let Some(file) = also {
+        format!(
+            "{} reads {file} from the project root when it starts, as well as {}.",
+            agent.name, agent.context_file
         )
     } else {
         format!(

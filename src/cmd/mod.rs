@@ -2,6 +2,8 @@
 //! result; `dispatch` returns the process exit code.
 
 mod checkpoint;
+pub mod complete;
+mod doctor;
 mod export;
 mod hook;
 mod init;
@@ -59,6 +61,9 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Prune(a) => prune::run(a),
         Command::MergeDriver(a) => merge::driver(a),
         Command::Mcp(a) => mcp::run(a),
+        Command::Completions(a) => complete::completions(a),
+        Command::Man(a) => complete::man(a),
+        Command::Doctor(a) => doctor::run(a),
     }
 }
 
@@ -73,6 +78,9 @@ fn sets_up_driver(command: &Command) -> bool {
             | Command::MergeDriver(_)
             | Command::Init(_)
             | Command::Mcp(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+            | Command::Doctor(_)
     )
 }
 

@@ -207,12 +207,25 @@ pub fn notice(session: &Session, stale: bool) -> String {
     out
 }
 
-/// `text` cut to at most `max` characters, the last one `…` when cut.
+/// `text` cut to at most `max` terminal columns, the last one `…` when cut. Width is counted
+/// as a terminal shows it (unicode-width): CJK ideographs and most emoji take two columns,
+/// combining marks none.
 fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    if text.width() <= max {
         return text.to_string();
     }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    let room = max.saturating_sub(1);
+    let mut used = 0;
+    let mut out = String::new();
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
     out.push('…');
     out
 }

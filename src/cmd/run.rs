@@ -436,15 +436,29 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             // After a `^C` echo (or output that ended mid-line) the summary starts on a line
             // of its own.
             let fresh = if ran.mid_line { "\n" } else { "" };
+            // Outside git no file or commit is tracked: "0 files changed" would be untrue.
+            let changes = if matches!(crate::git::try_for_root(&project.root), Ok(None)) {
+                "files and commits are not tracked here (not a git repository)".to_string()
+            } else {
+                format!(
+                    "{}, {} changed{moved}",
+                    count(run.commits.len(), "commit", "commits"),
+                    count(run.files_changed.len(), "file", "files"),
+                )
+            };
             note(&format!(
-                "{fresh}pas-agent: {} {how} after {}; {}, {} changed{moved} (run #{}{session}, `pas-agent runs`)",
+                "{fresh}pas-agent: {} {how} after {}; {changes} (run #{}{session}, `pas-agent runs`)",
                 clean(&plan.label),
                 duration(run.duration_ms.unwrap_or(0)),
-                count(run.commits.len(), "commit", "commits"),
-                count(run.files_changed.len(), "file", "files"),
                 done.number
             ));
         }
+        Err(Error::NoSession { .. }) => warn(&format!(
+            "the session ({}) was deleted while {} ran, so this run ({}) is not recorded; nothing was recreated",
+            clean(&project.state_dir().to_string_lossy()),
+            clean(&plan.label),
+            record::describe(exit)
+        )),
         Err(e) => warn(&format!(
             "the outcome of this run ({} {}) could not be written to the session: {e}",
             clean(&plan.label),

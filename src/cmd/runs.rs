@@ -12,7 +12,8 @@ use crate::launch::process::Liveness;
 use crate::launch::reconcile;
 use crate::launch::registry::{Entry, Registry};
 use crate::session::model::{Run, RunState};
-use crate::term::{clean, clean_line};
+use crate::term::{Out, clean, clean_line, style};
+use unicode_width::UnicodeWidthStr;
 
 /// `runs --json`: `{"runs": [<run record as in session.json>, …]}`, oldest first.
 #[derive(Serialize)]
@@ -59,23 +60,28 @@ fn all(args: &RunsArgs) -> Result<i32> {
         return Ok(0);
     }
     let now = chrono::Utc::now();
-    let _ = writeln!(
-        out,
-        "{:<12}  {:<8}  {:>8}  {:>8}  project",
-        "agent", "state", "age", "pid"
-    );
-    for r in &runs {
+    let agents: Vec<String> = runs.iter().map(|r| clean_line(&r.entry.agent)).collect();
+    let agent_w = column_width("agent", &agents);
+    let mut out = Out::new();
+    let _ = write!(out, "{}  ", pad("agent", agent_w));
+    let _ = writeln!(out, "{:<8}  {:>8}  {:>8}  project", "state", "age", "pid");
+    for (r, agent) in runs.iter().zip(&agents) {
+        let _ = write!(out, "{}  ", pad(agent, agent_w));
+        let st = if r.state == "running" {
+            style::LIVE
+        } else {
+            style::DIM
+        };
+        out.paint(st, &format!("{:<8}", r.state));
         let _ = writeln!(
             out,
-            "{:<12}  {:<8}  {:>8}  {:>8}  {}",
-            clean_line(&r.entry.agent),
-            r.state,
+            "  {:>8}  {:>8}  {}",
             ago(&r.entry.started_at, &now),
             r.entry.launcher_pid.map_or("-".into(), |p| p.to_string()),
             clean_line(&r.entry.project)
         );
     }
-    crate::term::print(&out)?;
+    out.print()?;
     Ok(0)
 }
 
@@ -100,24 +106,40 @@ pub fn run(args: RunsArgs) -> Result<i32> {
         crate::term::print(&out)?;
         return Ok(0);
     }
+    // The agent column is as wide as the widest agent name (in terminal columns), so that
+    // the columns after it line up whatever the names.
+    let agents: Vec<String> = session.runs.iter().map(|r| clean_line(&r.agent)).collect();
+    let agent_w = column_width("agent", &agents);
+    let mut out = Out::new();
     let _ = writeln!(
         out,
-        "{:>3}  {:<20}  {:<12}  {:<9}  {:>6}  {:>8}  {:>7}  {:>5}  session",
-        "#", "started", "agent", "state", "exit", "time", "commits", "files"
+        "{:>3}  {:<20}  {}  {:<9}  {:>6}  {:>8}  {:>7}  {:>5}  session",
+        "#",
+        "started",
+        pad("agent", agent_w),
+        "state",
+        "exit",
+        "time",
+        "commits",
+        "files"
     );
-    for (i, r) in session.runs.iter().enumerate() {
+    for (i, (r, agent)) in session.runs.iter().zip(&agents).enumerate() {
         let exit = match (r.exit_code, r.signal) {
             (Some(c), _) => c.to_string(),
             (None, Some(s)) => format!("sig{s}"),
             _ => "-".into(),
         };
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "{:>3}  {:<20}  {:<12}  {:<9}  {:>6}  {:>8}  {:>7}  {:>5}  {}",
+            "{:>3}  {:<20}  {}  ",
             i + 1,
             minute(&r.started_at),
-            clean_line(&r.agent),
-            r.state.as_str(),
+            pad(agent, agent_w),
+        );
+        out.paint(state_style(r), &format!("{:<9}", r.state.as_str()));
+        let _ = writeln!(
+            out,
+            "  {:>6}  {:>8}  {:>7}  {:>5}  {}",
             exit,
             r.duration_ms.map_or("-".into(), duration),
             counted(r, r.commits.len()),
@@ -125,8 +147,40 @@ pub fn run(args: RunsArgs) -> Result<i32> {
             r.agent_session_id.as_deref().map_or("-".into(), clean_line)
         );
     }
-    crate::term::print(&out)?;
+    out.print()?;
     Ok(0)
+}
+
+/// The colour of a run's state: running cyan, a failure (non-zero exit, signal, abandoned)
+/// red, a clean exit green.
+fn state_style(run: &Run) -> anstyle::Style {
+    match run.state {
+        RunState::Running => style::LIVE,
+        RunState::Abandoned => style::BAD,
+        _ if run.exit_code == Some(0) => style::GOOD,
+        _ if run.exit_code.is_some() || run.signal.is_some() => style::BAD,
+        _ => anstyle::Style::new(),
+    }
+}
+
+/// The agent column's narrowest width: the usual names fit, and the table keeps its layout.
+const AGENT_MIN_WIDTH: usize = 12;
+
+/// The width in terminal columns of a column headed `head` holding `cells`: the widest of
+/// them, at least [`AGENT_MIN_WIDTH`].
+fn column_width(head: &str, cells: &[String]) -> usize {
+    cells
+        .iter()
+        .map(|c| UnicodeWidthStr::width(c.as_str()))
+        .chain([head.len(), AGENT_MIN_WIDTH])
+        .max()
+        .unwrap_or(0)
+}
+
+/// `text` padded with spaces to `width` terminal columns (wide characters count two).
+fn pad(text: &str, width: usize) -> String {
+    let w = UnicodeWidthStr::width(text);
+    format!("{text}{}", " ".repeat(width.saturating_sub(w)))
 }
 
 /// A count that is only known once the run is over: `-` while it is running.

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::git::Detail;
 use crate::session::model::{FileState, GitRef, RunState, Session};
 use crate::stale::{self, Stale};
-use crate::term::{clean, clean_line};
+use crate::term::{Out, clean, clean_line, style};
 
 /// `status --json`: `{root, session_file, session, git, stale}` (docs/json.md).
 #[derive(Serialize)]
@@ -156,10 +156,17 @@ pub fn run(args: JsonArgs) -> Result<i32> {
         line.push(')');
         let _ = writeln!(out, "{line}");
     }
+    // From here on, lines that want attention are coloured on a terminal.
+    let mut out = {
+        let mut o = Out::new();
+        o.push_str(&out);
+        o
+    };
     for live_run in session.runs.iter().filter(|r| r.state == RunState::Running) {
+        out.paint(style::LIVE, "Running:");
         let _ = writeln!(
             out,
-            "Running:  {} since {} (launcher pid {})",
+            "  {} since {} (launcher pid {})",
             clean_line(&live_run.agent),
             minute(&live_run.started_at),
             live_run.launcher_pid.map_or("?".into(), |p| p.to_string())
@@ -170,19 +177,25 @@ pub fn run(args: JsonArgs) -> Result<i32> {
         .map(|m| m.len())
         .filter(|&n| n > crate::limits::SESSION_WARN_BYTES)
     {
-        let _ = writeln!(
-            out,
-            "\n⚠ session.json is {} KB: every change rewrites it, and at {} it is refused; `pas-agent prune` drops the file lists of old checkpoints (docs/teams.md)",
-            size / 1024,
-            crate::limits::human(crate::limits::SESSION.bytes)
+        out.push('\n');
+        out.paint(
+            style::WARN,
+            &format!(
+                "⚠ session.json is {} KB: every change rewrites it, and at {} it is refused; `pas-agent prune` drops the file lists of old checkpoints (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md)",
+                size / 1024,
+                crate::limits::human(crate::limits::SESSION.bytes)
+            ),
         );
+        out.push('\n');
     }
     if let Some(stale) = &stale {
-        let _ = writeln!(out, "\n{}", stale.headline());
+        out.push('\n');
+        out.paint(style::WARN, &stale.headline());
+        out.push('\n');
         for line in stale.details() {
             let _ = writeln!(out, "    {}", clean(&line));
         }
     }
-    crate::term::print(&out)?;
+    out.print()?;
     Ok(0)
 }

@@ -307,6 +307,29 @@ impl Repo {
         self.native.as_ref().map(|n| n.git_dir())
     }
 
+    /// Which reader answers for this repository, and why: `("in-process (gix)", why)` or
+    /// `("git CLI", why)` (for `doctor`).
+    pub fn backend(&self) -> (&'static str, &'static str) {
+        const GIX: &str = "in-process (gix)";
+        const CLI: &str = "git CLI";
+        match (&self.native, choice()) {
+            (_, Choice::Cli) => (CLI, "PAS_AGENT_GIT=cli asks for it"),
+            (None, _) => (
+                CLI,
+                "the in-process reader (gix) cannot open this repository",
+            ),
+            (Some(n), _) if n.needs_cli => (
+                CLI,
+                "this repository uses reftable refs or a sparse index, which gix cannot read",
+            ),
+            (Some(_), Choice::Gix) => (GIX, "PAS_AGENT_GIT=gix asks for it (no fallback)"),
+            (Some(_), Choice::Auto) => (
+                GIX,
+                "the default: no process started; the git CLI answers where gix fails",
+            ),
+        }
+    }
+
     /// HEAD's branch and commit.
     pub fn head(&self) -> GitResult<Head> {
         self.ask(|n| n.head(), || cli::head(&self.top))

@@ -210,6 +210,14 @@ impl Project {
         limit: std::time::Duration,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
+        // Taking the lock creates the state directory: a session deleted meanwhile (say
+        // `rm -rf .pas-agent` during a run) must not come back as a directory holding only a
+        // lock and a .gitignore.
+        if std::fs::symlink_metadata(self.state_dir()).is_err() {
+            return Err(Error::NoSession {
+                start: self.root.clone(),
+            });
+        }
         let _guard = lock::acquire_within(&self.state_dir(), limit)?;
         let mut session = self.load_for_change()?;
         let out = change(&mut session)?;
@@ -239,6 +247,11 @@ impl Project {
     /// Replaces the session file with `session` under the lock, without reading what is there
     /// first: for `resolve`, whose file holds conflict markers no load accepts.
     pub fn overwrite(&self, session: &Session) -> Result<()> {
+        if std::fs::symlink_metadata(self.state_dir()).is_err() {
+            return Err(Error::NoSession {
+                start: self.root.clone(),
+            });
+        }
         let _guard = self.lock()?;
         self.save(session)
     }

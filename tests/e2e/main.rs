@@ -6,6 +6,7 @@ mod common;
 mod agents;
 mod commands;
 mod docs;
+mod ecosystem;
 mod export;
 mod exports;
 mod field_runs;
