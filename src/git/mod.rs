@@ -326,14 +326,25 @@ impl Repo {
         if detail == Detail::Dirty {
             files.truncate(1);
         }
+        // The full list's fingerprints go through the stat-keyed cache (only files whose stat
+        // data moved are read); a dirty check reads its one file and leaves the cache alone,
+        // which holds the last full list.
+        let mut cache =
+            (detail == Detail::Files).then(|| fingerprint::cache::Cache::open(&self.top));
         for f in &mut files {
             if f.status != FileStatus::Deleted
                 && let Some(abs) = self.abs(&f.path)
             {
-                let fp = fingerprint::of_path(&abs);
+                let fp = match cache.as_mut() {
+                    Some(c) => c.of_path(&f.path, &abs),
+                    None => fingerprint::of_path(&abs),
+                };
                 f.fingerprint = fp.content;
                 f.fingerprint_outside_block = fp.outside_block;
             }
+        }
+        if let Some(c) = cache {
+            c.save();
         }
         let own = |f: &FileState| self.only_block_changed(head.commit.as_deref(), f);
         if detail == Detail::Dirty {
