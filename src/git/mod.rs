@@ -140,6 +140,21 @@ pub fn discover(dir: &Path) -> Result<Option<Repo>> {
     discover_canonical(&dir)
 }
 
+/// HEAD of the work tree at `root`, whose layout [`layout::find`] has just accepted: read from
+/// git's files ([`layout::Layout::head`]) in the common cases, else through [`discover_checked`]
+/// and the chosen backend. With `PAS_AGENT_GIT` set to `cli` or `gix`, or the fast paths
+/// turned off (`PAS_AGENT_FULL_STATUS=1`), always through the backend. `None` when HEAD cannot
+/// be read.
+pub fn head_of_layout(layout: &layout::Layout, root: &Path) -> Option<Head> {
+    if choice() == Choice::Auto
+        && !native::full_status_forced()
+        && let Some(head) = layout.head()
+    {
+        return Some(head);
+    }
+    discover_checked(root).ok().flatten()?.head().ok()
+}
+
 /// [`discover`] for a directory whose layout [`layout::find`] has just accepted (the prompt
 /// reads the layout for its watch list first): the same answer without reading it again.
 ///
