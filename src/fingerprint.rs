@@ -8,6 +8,8 @@ use std::path::Path;
 
 use crate::export::block;
 
+pub mod cache;
+
 /// Files larger than this are fingerprinted by size alone.
 pub const MAX_HASHED_BYTES: u64 = 8 * 1024 * 1024;
 /// Files up to this size are checked for a pas-agent block.
@@ -40,9 +42,14 @@ pub struct Fingerprints {
 
 /// Fingerprints the file at `path` without following a final symlink.
 pub fn of_path(path: &Path) -> Fingerprints {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return Fingerprints::default();
-    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => of_meta(path, &meta),
+        Err(_) => Fingerprints::default(),
+    }
+}
+
+/// Fingerprints the file at `path`, whose `lstat` data is `meta`.
+fn of_meta(path: &Path, meta: &std::fs::Metadata) -> Fingerprints {
     if meta.file_type().is_symlink() {
         return Fingerprints {
             content: std::fs::read_link(path)

@@ -74,9 +74,7 @@ fn output(args: &PromptArgs) -> Option<String> {
             let time = mtime(&file);
             watched.push((file, time));
         }
-        if let Ok(Some(repo)) = git::discover_checked(&project.root) {
-            head = repo.head().ok();
-        }
+        head = git::head_of_layout(&layout, &project.root);
     }
     let (segment, notice) = match loaded {
         Ok(session) => {

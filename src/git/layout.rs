@@ -143,6 +143,65 @@ impl Layout {
         Some(base.join(r))
     }
 
+    /// HEAD's branch and commit, read from the files as git writes them, in the common cases
+    /// only: HEAD naming a branch under `refs/heads/` whose commit is in its loose file or in
+    /// `packed-refs` (or nowhere: a branch without commits), or a detached HEAD holding a
+    /// commit id. `None` whenever anything else is found (a reftable, a symbolic ref
+    /// pointing at another symbolic ref, a ref outside `refs/heads/`, a file that is not
+    /// what git writes, a `packed-refs` over 1 MiB): the caller then asks gix, which knows
+    /// every case. Costs a few small reads instead of opening the repository (a third of the
+    /// prompt's instructions).
+    pub fn head(&self) -> Option<super::Head> {
+        if self.common_dir.join("reftable").exists() {
+            return None;
+        }
+        let text = optional(&self.git_dir.join("HEAD")).ok()??;
+        let text = std::str::from_utf8(&text).ok()?.trim_end_matches('\n');
+        let Some(name) = self.head_ref.as_deref() else {
+            // Detached: the commit itself.
+            return object_id(text).map(|id| super::Head {
+                branch: None,
+                commit: Some(id.to_string()),
+            });
+        };
+        let branch = name.strip_prefix("refs/heads/")?.to_string();
+        let commit = match optional(&self.loose_ref()?).ok()? {
+            Some(bytes) => {
+                let loose = std::str::from_utf8(&bytes).ok()?.trim_end_matches('\n');
+                Some(object_id(loose)?.to_string())
+            }
+            None => self.packed(name)?,
+        };
+        Some(super::Head {
+            branch: Some(branch),
+            commit,
+        })
+    }
+
+    /// The commit of `name` in `packed-refs`: `Some(None)` when the file or the name is not
+    /// there, `None` when it cannot be read as git writes it.
+    fn packed(&self, name: &str) -> Option<Option<String>> {
+        let path = self.common_dir.join("packed-refs");
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if absent(&e) => return Some(None),
+            Err(_) => return None,
+            Ok(m) if m.len() > 1024 * 1024 => return None,
+            Ok(_) => {}
+        }
+        let bytes = std::fs::read(&path).ok()?;
+        let text = std::str::from_utf8(&bytes).ok()?;
+        for line in text.lines() {
+            if line.starts_with('#') || line.starts_with('^') {
+                continue;
+            }
+            let (id, refname) = line.split_once(' ')?;
+            if refname == name {
+                return Some(Some(object_id(id)?.to_string()));
+            }
+        }
+        Some(None)
+    }
+
     /// The files and directories whose modification time changes whenever HEAD, the branch it
     /// names or that branch's commit changes, however it is done (commit, checkout, reset,
     /// `update-ref`, fetch into the branch, a commit in another work tree of the same branch,
@@ -178,6 +237,15 @@ impl Layout {
         out.extend(self.dot_git_file.clone());
         out
     }
+}
+
+/// `text` when it is an object id as git writes it (40 or 64 lower-case hex digits).
+fn object_id(text: &str) -> Option<&str> {
+    ((text.len() == 40 || text.len() == 64)
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    .then_some(text)
 }
 
 /// Reads a file that must exist, at most [`MAX_SMALL_FILE`] bytes, never blocking.
@@ -269,6 +337,71 @@ mod tests {
     fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
+    }
+
+    /// `Layout::head` agrees with gix on real repositories (git makes them), or defers.
+    #[test]
+    fn head_from_files_agrees_with_gix() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().canonicalize().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args([
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "-c",
+                    "init.defaultBranch=main",
+                ])
+                .args(args)
+                .current_dir(&top)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+        };
+        let by_gix = || {
+            let repo = gix::open(&top).unwrap();
+            let head = repo.head().unwrap();
+            super::super::Head {
+                branch: head.referent_name().map(|n| n.shorten().to_string()),
+                commit: head.id().map(|id| id.to_string()),
+            }
+        };
+        let by_files = || find(&top).unwrap().unwrap().head();
+        git(&["init", "-q"]);
+        // Unborn branch.
+        assert_eq!(by_files(), Some(by_gix()));
+        assert_eq!(by_gix().commit, None);
+        std::fs::write(top.join("a"), "a").unwrap();
+        git(&["add", "a"]);
+        git(&["commit", "-q", "-m", "one"]);
+        // Loose ref.
+        assert_eq!(by_files(), Some(by_gix()));
+        // Packed ref only.
+        git(&["pack-refs", "--all", "--prune"]);
+        assert!(!top.join(".git/refs/heads/main").exists());
+        assert_eq!(by_files(), Some(by_gix()));
+        // Loose and packed: the loose one wins.
+        git(&["commit", "-q", "--allow-empty", "-m", "two"]);
+        assert_eq!(by_files(), Some(by_gix()));
+        // Detached.
+        git(&["checkout", "-q", "--detach", "HEAD~1"]);
+        assert_eq!(by_files(), Some(by_gix()));
+        assert_eq!(by_gix().branch, None);
+        // A branch with a slash in its name, packed.
+        git(&["checkout", "-q", "-b", "feature/x"]);
+        git(&["pack-refs", "--all", "--prune"]);
+        assert_eq!(by_files(), Some(by_gix()));
+        // HEAD naming a symbolic ref: left to gix.
+        git(&["symbolic-ref", "refs/heads/alias", "refs/heads/main"]);
+        git(&["symbolic-ref", "HEAD", "refs/heads/alias"]);
+        assert_eq!(by_files(), None);
+        // A ref outside refs/heads: left to gix.
+        std::fs::write(top.join(".git/HEAD"), "ref: refs/remotes/origin/main\n").unwrap();
+        assert_eq!(by_files(), None);
     }
 
     #[test]

@@ -140,6 +140,21 @@ pub fn discover(dir: &Path) -> Result<Option<Repo>> {
     discover_canonical(&dir)
 }
 
+/// HEAD of the work tree at `root`, whose layout [`layout::find`] has just accepted: read from
+/// git's files ([`layout::Layout::head`]) in the common cases, else through [`discover_checked`]
+/// and the chosen backend. With `PAS_AGENT_GIT` set to `cli` or `gix`, or the fast paths
+/// turned off (`PAS_AGENT_FULL_STATUS=1`), always through the backend. `None` when HEAD cannot
+/// be read.
+pub fn head_of_layout(layout: &layout::Layout, root: &Path) -> Option<Head> {
+    if choice() == Choice::Auto
+        && !native::full_status_forced()
+        && let Some(head) = layout.head()
+    {
+        return Some(head);
+    }
+    discover_checked(root).ok().flatten()?.head().ok()
+}
+
 /// [`discover`] for a directory whose layout [`layout::find`] has just accepted (the prompt
 /// reads the layout for its watch list first): the same answer without reading it again.
 ///
@@ -349,14 +364,25 @@ impl Repo {
         if detail == Detail::Dirty {
             files.truncate(1);
         }
+        // The full list's fingerprints go through the stat-keyed cache (only files whose stat
+        // data moved are read); a dirty check reads its one file and leaves the cache alone,
+        // which holds the last full list.
+        let mut cache =
+            (detail == Detail::Files).then(|| fingerprint::cache::Cache::open(&self.top));
         for f in &mut files {
             if f.status != FileStatus::Deleted
                 && let Some(abs) = self.abs(&f.path)
             {
-                let fp = fingerprint::of_path(&abs);
+                let fp = match cache.as_mut() {
+                    Some(c) => c.of_path(&f.path, &abs),
+                    None => fingerprint::of_path(&abs),
+                };
                 f.fingerprint = fp.content;
                 f.fingerprint_outside_block = fp.outside_block;
             }
+        }
+        if let Some(c) = cache {
+            c.save();
         }
         let own = |f: &FileState| self.only_block_changed(head.commit.as_deref(), f);
         if detail == Detail::Dirty {

@@ -87,11 +87,11 @@ enum Mark {
     Untracked,
 }
 
-/// Environment variable that, set to `1`, turns the status fast paths off (the cache-tree
-/// shortcut), so that the full computation can be compared with them. For tests and benchmarks.
+/// Environment variable that, set to `1`, turns the fast paths off (the cache-tree shortcut,
+/// the fingerprint cache, the prompt's HEAD read from files), so that the full computation can be compared with them. For tests and benchmarks.
 pub(crate) const FULL_STATUS_ENV: &str = "PAS_AGENT_FULL_STATUS";
 
-fn full_status_forced() -> bool {
+pub(crate) fn full_status_forced() -> bool {
     std::env::var_os(FULL_STATUS_ENV).is_some_and(|v| v == "1")
 }
 

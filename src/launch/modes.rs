@@ -99,6 +99,9 @@ pub struct State {
     /// one (`None`: unknown).
     at_line_start: Option<bool>,
     main_at_line_start: Option<bool>,
+    /// How many characters were printed (for [`Tracker::feed`] to learn that the parser is
+    /// in its ground state).
+    prints: u64,
 }
 
 fn default_of(mode: u16) -> Option<bool> {
@@ -236,6 +239,7 @@ impl State {
 impl vte::Perform for State {
     fn print(&mut self, _c: char) {
         self.at_line_start = Some(false);
+        self.prints = self.prints.wrapping_add(1);
     }
 
     fn execute(&mut self, byte: u8) {
@@ -372,18 +376,132 @@ pub struct Tracker {
     parser: vte::Parser,
     /// The state so far.
     pub state: State,
+    /// The parser is known to be in its ground state (it printed the last printable byte it
+    /// was fed, and everything after that was plain text).
+    ground: bool,
+}
+
+/// Text that, in the parser's ground state, only prints or moves the cursor (`\n`, `\r`,
+/// `\t`): it cannot start a sequence or change a mode.
+fn plain(b: u8) -> bool {
+    matches!(b, 0x20..=0x7e | b'\n' | b'\r' | b'\t')
 }
 
 impl Tracker {
-    /// Follows `bytes` of output.
+    /// Follows `bytes` of output. Runs of plain text ([`plain`]) fed while the parser is
+    /// known to be in its ground state are not parsed: their only effect, on whether the
+    /// cursor is at a line start, is applied directly. The relay calls this for every chunk
+    /// of the agent's output, most of which is such text.
     pub fn feed(&mut self, bytes: &[u8]) {
-        self.parser.advance(&mut self.state, bytes);
+        let mut rest = bytes;
+        if self.ground {
+            let n = rest.iter().position(|&b| !plain(b)).unwrap_or(rest.len());
+            self.skip(&rest[..n]);
+            rest = &rest[n..];
+            if rest.is_empty() {
+                return;
+            }
+        }
+        // Everything up to the last byte that is not plain text goes through the parser.
+        let head = rest.iter().rposition(|&b| !plain(b)).map_or(0, |p| p + 1);
+        self.parser.advance(&mut self.state, &rest[..head]);
+        let tail = &rest[head..];
+        // Then the plain tail, one printable byte at a time (the end of a sequence, a few
+        // bytes), until one is printed: the parser is then in its ground state (a byte in a
+        // sequence never prints) and stays there for the rest of the tail. A long string
+        // (a title) is parsed whole after a few tries.
+        self.ground = false;
+        let mut at = 0;
+        for _ in 0..32 {
+            let Some(i) = tail[at..].iter().position(|b| (0x20..=0x7e).contains(b)) else {
+                break;
+            };
+            let before = self.state.prints;
+            self.parser.advance(&mut self.state, &tail[at..=at + i]);
+            at += i + 1;
+            if self.state.prints != before {
+                self.ground = true;
+                self.skip(&tail[at..]);
+                return;
+            }
+        }
+        self.parser.advance(&mut self.state, &tail[at..]);
+    }
+
+    /// What plain text does in the ground state: a printable byte leaves the cursor mid-line,
+    /// `\r` at a line start, `\t` somewhere unknown, `\n` changes nothing.
+    fn skip(&mut self, text: &[u8]) {
+        if let Some(&b) = text.iter().rev().find(|&&b| b != b'\n') {
+            self.state.at_line_start = match b {
+                b'\r' => Some(true),
+                b'\t' => None,
+                _ => Some(false),
+            };
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The state as a reference parser fed everything at once leaves it (print count aside).
+    fn comparable(state: &State) -> String {
+        let mut s = state.clone();
+        s.prints = 0;
+        format!("{s:?}")
+    }
+
+    proptest::proptest! {
+        /// Skipping plain text in the ground state changes nothing: the state is the one
+        /// the parser reaches when fed every chunk, however the output is cut.
+        #[test]
+        fn chunked_feeding_with_skips_matches_one_parse(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "a", "xyz ", "\r", "\n", "\t", "\x1b", "[", "?", "1049", "25", "2004", ";",
+                "h", "l", "m", "0", "1", "]", "11;#000", "\x07", "\\", "c", "(", "B", "=",
+                ">", "\x0e", "\x0f", "\u{e9}", "\u{9b}", "P", "\x1b[?1049h", "\x1b[0m",
+                "\x1bc", "\x1b]0;title\x07", "\x1bP1$r\x1b\\", "\x7f", "\x08",
+            ]), 0..60),
+            cuts in proptest::collection::vec(0usize..200, 0..12),
+        ) {
+            let input: Vec<u8> = parts.concat().into_bytes();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(input.len())).collect();
+            cuts.push(0);
+            cuts.push(input.len());
+            cuts.sort_unstable();
+            // The reference: the parser fed every chunk whole (vte's own handling of a
+            // character cut between chunks included).
+            let mut reference = State::default();
+            let mut parser = vte::Parser::new();
+            let mut t = Tracker::default();
+            for w in cuts.windows(2) {
+                parser.advance(&mut reference, &input[w[0]..w[1]]);
+                t.feed(&input[w[0]..w[1]]);
+            }
+            proptest::prop_assert_eq!(comparable(&t.state), comparable(&reference));
+            proptest::prop_assert_eq!(t.state.reset_bytes(), reference.reset_bytes());
+        }
+    }
+
+    #[test]
+    fn plain_text_after_a_sequence_is_skipped_and_still_counted() {
+        let mut t = Tracker::default();
+        t.feed(b"\x1b[?25lhello");
+        assert!(t.ground);
+        let prints = t.state.prints;
+        t.feed(b" world\r\n");
+        // Skipped: not printed one by one, but the cursor is at a line start.
+        assert_eq!(t.state.prints, prints);
+        assert!(t.state.at_line_start());
+        t.feed(b"more");
+        assert!(!t.state.at_line_start());
+        // Inside an unfinished sequence nothing is skipped.
+        t.feed(b"\x1b]0;a title");
+        assert!(!t.ground);
+        t.feed(b" goes on\x07\x1b[?25h");
+        assert_eq!(t.state.reset_bytes(), Vec::<u8>::new());
+    }
 
     fn reset_after(output: &str) -> String {
         let mut t = Tracker::default();

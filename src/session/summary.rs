@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{RunState, Session};
+use super::model::{FileState, FileStatus, RunState, Session};
 use super::store::Project;
 use crate::fsutil::{self, Links, Named, WriteGuard};
 
@@ -74,7 +74,17 @@ pub struct Summary {
     pub run_count: usize,
     /// The session, with only the latest checkpoint and the runs described above.
     pub session: Session,
+    /// The latest checkpoint's `files_changed` as `[path, status, fingerprint,
+    /// outside-block fingerprint]` rows, moved out of `session` when no file has fields this
+    /// build does not know: rows parse several times faster than objects that must keep
+    /// unknown fields (the prompt's largest cost after start-up). [`fresh`] puts them back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    files: Vec<FileRow>,
 }
+
+/// One file of the latest checkpoint, as a row (see [`Summary`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct FileRow(String, FileStatus, Option<String>, Option<String>);
 
 impl Summary {
     /// The summary of `session`, read from (or just written to) a file of identity `source`.
@@ -92,12 +102,37 @@ impl Summary {
             .filter(|(i, r)| r.state == RunState::Running || Some(*i) == last_other)
             .map(|(_, r)| r.clone())
             .collect();
+        let mut files = Vec::new();
+        if let Some(cp) = small.checkpoints.last_mut()
+            && cp.files_changed.iter().all(|f| f.extra.is_empty())
+        {
+            files = std::mem::take(&mut cp.files_changed)
+                .into_iter()
+                .map(|f| FileRow(f.path, f.status, f.fingerprint, f.fingerprint_outside_block))
+                .collect();
+        }
         Summary {
             source,
             checkpoint_count: session.checkpoints.len(),
             run_count: session.runs.len(),
             session: small,
+            files,
         }
+    }
+
+    /// Puts the rows back into the latest checkpoint.
+    fn unpack(mut self) -> Summary {
+        if let Some(cp) = self.session.checkpoints.last_mut() {
+            cp.files_changed.extend(self.files.drain(..).map(
+                |FileRow(path, status, fp, outside)| {
+                    let mut f = FileState::new(path, status);
+                    f.fingerprint = fp;
+                    f.fingerprint_outside_block = outside;
+                    f
+                },
+            ));
+        }
+        self
     }
 }
 
@@ -105,7 +140,9 @@ impl Summary {
 fn path_for(session_path: &Path) -> Option<PathBuf> {
     let dir = crate::cmd::stamp_dir()?.parent()?.join("summary");
     let key = crate::fingerprint::hex(session_path.as_os_str().as_encoded_bytes());
-    Some(dir.join(format!("{key}.json")))
+    // `.2`: the shape with file rows; a build that reads `{key}.json` never sees it (it would
+    // take the checkpoint for one without files).
+    Some(dir.join(format!("{key}.2.json")))
 }
 
 /// Writes the summary of `session`, just saved as `project`'s session file. Best effort: a
@@ -149,7 +186,7 @@ pub fn fresh(project: &Project) -> Option<Summary> {
     let path = path_for(&session_path)?;
     let bytes = fsutil::read_limited(&path, MAX_SUMMARY_BYTES).ok()??;
     let summary: Summary = serde_json::from_slice(&bytes).ok()?;
-    (summary.source == now).then_some(summary)
+    (summary.source == now).then(|| summary.unpack())
 }
 
 /// The summary of `project`'s session: the stored one when it matches the file, else made from
@@ -177,5 +214,60 @@ pub fn load(project: &Project) -> crate::error::Result<Summary> {
     if before.is_some() {
         write(&session_path, &summary);
     }
-    Ok(summary)
+    Ok(summary.unpack())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::model::FileStatus;
+
+    fn stored(summary: &Summary) -> Summary {
+        let bytes = serde_json::to_vec(summary).unwrap();
+        serde_json::from_slice::<Summary>(&bytes).unwrap().unpack()
+    }
+
+    #[test]
+    fn file_rows_round_trip_and_unknown_fields_stay_inline() {
+        let now = chrono::Utc::now();
+        let mut session = crate::session::ops::new_session("p".into(), "t".into(), now);
+        let mut a = FileState::new("a.txt", FileStatus::Modified);
+        a.fingerprint = Some("0123456789abcdef".into());
+        a.fingerprint_outside_block = Some("fedcba9876543210".into());
+        let b = FileState::new(
+            "b.txt",
+            FileStatus::Renamed {
+                from: "old.txt".into(),
+            },
+        );
+        crate::session::ops::add_checkpoint(&mut session, "one".into(), None, now);
+        crate::session::ops::add_checkpoint(&mut session, "two".into(), None, now);
+        session.checkpoints.last_mut().unwrap().files_changed = vec![a.clone(), b.clone()];
+        let source = Identity {
+            len: 1,
+            mtime_ns: 2,
+            ino: 3,
+            dev: 4,
+        };
+        let summary = Summary::of(&session, source);
+        assert_eq!(summary.files.len(), 2);
+        assert!(summary.session.checkpoints[0].files_changed.is_empty());
+        let back = stored(&summary);
+        assert_eq!(
+            back.session.checkpoints[0].files_changed,
+            vec![a.clone(), b]
+        );
+        assert_eq!(back.checkpoint_count, 2);
+
+        // A file with a field this build does not know keeps the object form, whole.
+        let mut c = a;
+        c.extra.insert("new_field".into(), serde_json::json!(1));
+        session.checkpoints.last_mut().unwrap().files_changed = vec![c.clone()];
+        let summary = Summary::of(&session, source);
+        assert!(summary.files.is_empty());
+        assert_eq!(
+            stored(&summary).session.checkpoints[0].files_changed,
+            vec![c]
+        );
+    }
 }

@@ -285,3 +285,154 @@ fn bare_run_makes_one_durable_write_before_and_one_after() {
     let runs = sb.session()["runs"].as_array().unwrap().len();
     assert_eq!(runs, 2);
 }
+
+/// The fingerprint cache's one file for the sandbox's work tree, under the `XDG_RUNTIME_DIR`
+/// the test set.
+fn fingerprint_cache(runtime: &std::path::Path) -> Option<std::path::PathBuf> {
+    let dir = runtime.join("pas-agent/fingerprints");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(files.len() <= 1, "one cache file per work tree: {files:?}");
+    files.pop()
+}
+
+/// The fingerprint `status --json` gives `path` (fast paths and caches on).
+fn fingerprint_of(sb: &Sandbox, path: &str) -> Option<String> {
+    let out = sb.ok(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["stale"]["changed"]
+        .as_array()?
+        .iter()
+        .find(|c| c["path"] == path)?["fingerprint"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Sets `path`'s modification time to exactly `time` (its change time moves to now: no program
+/// can set that back).
+fn set_mtime(path: &std::path::Path, time: std::time::SystemTime) {
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(time).unwrap();
+}
+
+/// The stat-keyed fingerprint cache never changes an answer: `status --json` with the cache
+/// cold, warm and stale equals the full computation (`PAS_AGENT_FULL_STATUS=1`, no cache) and
+/// git's; a warm cache is really used; a file rewritten with the same size and modification
+/// time (a racy rewrite, as within one second) is read again.
+#[test]
+fn fingerprint_cache_cold_warm_and_stale_give_the_full_answer() {
+    let mut sb = Sandbox::with_session();
+    let runtime = sb.tmp.path().join("runtime");
+    std::fs::create_dir_all(&runtime).unwrap();
+    sb.env
+        .push(("XDG_RUNTIME_DIR".into(), runtime.display().to_string()));
+    for d in ["a", "b/c"] {
+        for f in 0..4 {
+            sb.write(&format!("{d}/f{f}.txt"), format!("{d} {f}\n"));
+        }
+    }
+    sb.git(&["add", "-A"]);
+    sb.git(&["commit", "-q", "-m", "files"]);
+    sb.ok(&["checkpoint", "baseline"]);
+    sb.write("a/f0.txt", "edit one\n");
+    sb.write("b/c/f1.txt", "edit two\n");
+    sb.write("b/c/new.txt", "new\n");
+    sb.write("untracked/deep/x.txt", "x\n");
+    sb.git(&["add", "b/c/f1.txt"]);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("a/f1.txt", sb.path("link")).unwrap();
+
+    // Racy: the files were written this second, so the first status reads them all and may
+    // not keep them (a second may have ticked meanwhile: then it keeps them, which is fine).
+    status_three_ways(&sb, "racy files, cold cache");
+    // Cold: no cache at all.
+    if let Some(f) = fingerprint_cache(&runtime) {
+        std::fs::remove_file(f).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let cold = status_three_ways(&sb, "cold cache");
+    let file = fingerprint_cache(&runtime).expect("status writes the cache");
+    let cached: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    // Rows: [path, stat data, content fingerprint, outside-block fingerprint].
+    let row = |v: &serde_json::Value, path: &str| {
+        v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|r| r[0] == path)
+    };
+    for path in [
+        "a/f0.txt",
+        "b/c/f1.txt",
+        "b/c/new.txt",
+        "untracked/deep/x.txt",
+    ] {
+        assert!(row(&cached, path).is_some(), "{path} not cached: {cached}");
+    }
+    // Warm: the same answer.
+    let warm = status_three_ways(&sb, "warm cache");
+    assert_eq!(cold, warm);
+
+    // The warm cache is what the fast path reads: a cached value is believed while the file's
+    // stat data is the recorded one (shown by planting a value no file has) ...
+    let planted = "0123456789abcdef";
+    let mut poisoned = cached.clone();
+    let i = row(&cached, "a/f0.txt").unwrap();
+    poisoned["entries"][i][2] = planted.into();
+    std::fs::write(&file, serde_json::to_vec(&poisoned).unwrap()).unwrap();
+    assert_eq!(fingerprint_of(&sb, "a/f0.txt").as_deref(), Some(planted));
+
+    // ... and never once the file is rewritten, even with the same size and the same
+    // modification time to the nanosecond: its change time moved.
+    let mtime = std::fs::metadata(sb.path("a/f0.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    sb.write("a/f0.txt", "edit ONE\n");
+    set_mtime(&sb.path("a/f0.txt"), mtime);
+    let stale = status_three_ways(&sb, "stale cache (same size and mtime)");
+    let fp = |v: &serde_json::Value, path: &str| {
+        v["stale"]["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["path"] == path)
+            .map(|c| c["fingerprint"].clone())
+    };
+    assert_ne!(fp(&stale, "a/f0.txt"), fp(&warm, "a/f0.txt"));
+    assert_ne!(
+        fp(&stale, "a/f0.txt"),
+        Some(serde_json::Value::from(planted))
+    );
+
+    // A file changed within the same second as the cache write: read again.
+    sb.ok(&["status"]);
+    sb.write("b/c/new.txt", "NEW\n");
+    status_three_ways(&sb, "file changed in the second of the cache write");
+
+    // A checkpoint of a warm cache records what the full computation sees.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    sb.ok(&["status"]);
+    let warm = status_three_ways(&sb, "warm again");
+    sb.ok(&["checkpoint", "warm"]);
+    let last = sb.session()["checkpoints"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let files = last["files_changed"]
+        .as_array()
+        .expect("checkpoint files")
+        .clone();
+    for c in warm["stale"]["changed"].as_array().unwrap() {
+        assert!(
+            files
+                .iter()
+                .any(|f| f["path"] == c["path"] && f["fingerprint"] == c["fingerprint"]),
+            "{c} not in the checkpoint's files {files:?}"
+        );
+    }
+}
