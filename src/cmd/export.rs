@@ -36,8 +36,7 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         let session = project.load()?;
         let (repo, tree) = live(&project, detail(&session));
         let limit = chosen.first().and_then(|a| a.agent.read_limit);
-        let (content, _) =
-            export::content_within(&session, tree.as_ref(), repo.as_ref(), limit);
+        let (content, _) = export::content_within(&session, tree.as_ref(), repo.as_ref(), limit);
         let text = match chosen.first().map(|a| a.layout) {
             Some(agents::Layout::Owned { front_matter }) => {
                 export::owned_file(front_matter, &content)

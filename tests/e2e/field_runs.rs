@@ -415,10 +415,22 @@ fn two_overlapping_codex_runs_each_record_their_own_session() {
         String::from_utf8_lossy(&out_b.stderr)
     );
 
+    // The rollout whose user turn asked `needle` (an event, not the instructions around it:
+    // the context file another run wrote may quote an earlier run's words).
+    let asked = |text: &str, needle: &str| {
+        text.lines().any(|line| {
+            serde_json::from_str::<Value>(line).is_ok_and(|v| {
+                v["type"] == "event_msg"
+                    && ["user_message", "item_completed"]
+                        .contains(&v["payload"]["type"].as_str().unwrap_or_default())
+                    && v["payload"].to_string().contains(needle)
+            })
+        })
+    };
     let id_of = |needle: &str| -> String {
         let file = rollouts(&sb)
             .into_iter()
-            .find(|p| std::fs::read_to_string(p).unwrap().contains(needle))
+            .find(|p| asked(&std::fs::read_to_string(p).unwrap(), needle))
             .unwrap_or_else(|| panic!("a rollout with {needle}"));
         let text = std::fs::read_to_string(file).unwrap();
         let meta: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
@@ -433,8 +445,9 @@ fn two_overlapping_codex_runs_each_record_their_own_session() {
     };
     let (alpha, beta) = (id_of("Alpha task please"), id_of("Beta task please"));
     assert_ne!(alpha, beta);
-    assert_eq!(recorded("Alpha task please"), alpha.as_str());
-    assert_eq!(recorded("Beta task please"), beta.as_str());
+    let all = runs(&sb);
+    assert_eq!(recorded("Alpha task please"), alpha.as_str(), "{all:#?}");
+    assert_eq!(recorded("Beta task please"), beta.as_str(), "{all:#?}");
 }
 
 /// Two overlapping runs whose sessions nothing ties to either run (the stand-in writes its
