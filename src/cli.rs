@@ -63,6 +63,13 @@ pub enum Command {
         after_help = "Add one line to your shell's start-up file:\n  bash        eval \"$(pas-agent hook bash)\"            (~/.bashrc)\n  zsh         eval \"$(pas-agent hook zsh)\"             (~/.zshrc)\n  fish        pas-agent hook fish | source              (~/.config/fish/config.fish)\n  PowerShell  Invoke-Expression (& pas-agent hook powershell | Out-String)   ($PROFILE)"
     )]
     Hook(HookArgs),
+    /// Install pas-agent in an agent's own lifecycle hooks (claude, codex, gemini): the agent
+    /// gets the session as context when it starts and is recorded as a run when it ends,
+    /// however it was started (docs/integrate.md).
+    Integrate(IntegrateArgs),
+    /// Run by the hooks `integrate` installs, with the agent's JSON payload on stdin.
+    #[command(hide = true)]
+    Lifecycle(LifecycleArgs),
     /// Print a one-line summary of the session for a shell prompt (task, progress, stale mark,
     /// running agent); nothing outside a session. Exits 0 whatever state the session is in.
     Prompt(PromptArgs),
@@ -351,6 +358,29 @@ impl From<ShellArg> for crate::hook::Shell {
 pub struct HookArgs {
     /// The shell to print the script for.
     pub shell: ShellArg,
+}
+
+/// `integrate`.
+#[derive(Debug, Args)]
+pub struct IntegrateArgs {
+    /// The agent whose hooks to install pas-agent in.
+    #[arg(value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::integrate::keys()))]
+    pub agent: String,
+    /// Install in the user's settings (all projects) instead of this project's.
+    #[arg(long)]
+    pub user: bool,
+    /// Take out what `integrate` installed, and nothing else.
+    #[arg(long)]
+    pub remove: bool,
+}
+
+/// `lifecycle` (hidden).
+#[derive(Debug, Args)]
+pub struct LifecycleArgs {
+    /// The integration (`claude`, `codex`, `gemini`).
+    pub agent: String,
+    /// `session-start`, `stop` or `session-end`.
+    pub event: String,
 }
 
 /// The prompt segment's default width, in characters (`prompt --width`).

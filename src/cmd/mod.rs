@@ -5,6 +5,7 @@ mod checkpoint;
 mod export;
 mod hook;
 mod init;
+mod integrate;
 mod list;
 mod merge;
 mod prompt;
@@ -52,6 +53,8 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Run(a) => run::run(a),
         Command::Runs(a) => runs::run(a),
         Command::Hook(a) => hook::run(a),
+        Command::Integrate(a) => integrate::run(a),
+        Command::Lifecycle(a) => Ok(integrate::lifecycle(a)),
         Command::Prompt(a) => prompt::run(a),
         Command::Resolve => merge::resolve(),
         Command::Prune(a) => prune::run(a),
@@ -65,7 +68,11 @@ pub fn dispatch(command: Command) -> Result<i32> {
 fn sets_up_driver(command: &Command) -> bool {
     !matches!(
         command,
-        Command::Prompt(_) | Command::Hook(_) | Command::MergeDriver(_) | Command::Init(_)
+        Command::Prompt(_)
+            | Command::Hook(_)
+            | Command::MergeDriver(_)
+            | Command::Init(_)
+            | Command::Lifecycle(_)
     )
 }
 
