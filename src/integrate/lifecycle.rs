@@ -121,9 +121,9 @@ fn handle(integration: &Integration, event: Event) -> Result<(), String> {
         .session_id
         .clone()
         .filter(|id| agent.id_shape.accepts(id));
-    if payload.session_id.is_some() && session_id.is_none() {
+    if session_id.is_none() && payload.raw.get("session_id").is_some() {
         crate::term::warn(&format!(
-            "the {} session id in the hook's payload does not look like one; the run is recorded without it",
+            "the `session_id` in the hook's payload does not look like a {} session id",
             agent.name
         ));
     }
@@ -274,6 +274,10 @@ fn end(
     cwd: &Path,
 ) -> Result<(), String> {
     let agent = integration.agent();
+    let Some(session_id) = session_id else {
+        return Err("the payload has no session id, so there is no session to record; nothing was recorded".into());
+    };
+    let session_id = Some(session_id);
     let ended_at = Utc::now();
     let marker_file = session_id.map(|id| marker_path(project, integration, id));
     let marker = marker_file.as_deref().and_then(read_marker);

@@ -22,3 +22,4 @@ mod safety_limits;
 mod safety_text;
 mod store;
 mod teams;
+mod integrate;
