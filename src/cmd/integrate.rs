@@ -51,7 +51,8 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
             if args.remove { " --remove" } else { "" },
         ))
     })?;
-    let shown = clean(&path.to_string_lossy());
+    let here = cwd()?;
+    let shown = clean(&path.strip_prefix(&here).unwrap_or(&path).to_string_lossy());
     let Some(new_text) = edit.text else {
         let what = if args.remove {
             format!("No pas-agent hooks in {shown}; nothing to remove.\n")
