@@ -32,10 +32,15 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
     let text = match crate::fsutil::read_limited(&path, MAX_SETTINGS_BYTES) {
         Ok(bytes) => bytes
             .map(|b| {
-                String::from_utf8(b).map_err(|_| unsafe_("not UTF-8 text; nothing was changed".into()))
+                String::from_utf8(b)
+                    .map_err(|_| unsafe_("not UTF-8 text; nothing was changed".into()))
             })
             .transpose()?,
-        Err(e) => return Err(unsafe_(format!("cannot be read ({e}); nothing was changed"))),
+        Err(e) => {
+            return Err(unsafe_(format!(
+                "cannot be read ({e}); nothing was changed"
+            )));
+        }
     };
     let edit = settings::edit(
         text.as_deref(),
@@ -86,7 +91,10 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
         .map_err(write_err)?;
     let events = edit.events.join(", ");
     let message = if args.remove {
-        format!("Removed pas-agent's {} hooks ({events}) from {shown}.\n", agent.name)
+        format!(
+            "Removed pas-agent's {} hooks ({events}) from {shown}.\n",
+            agent.name
+        )
     } else {
         let mut m = format!(
             "Installed pas-agent in {}'s hooks ({events}) in {shown}: at start it gets the session as context; at the end it is recorded as a run.\n",

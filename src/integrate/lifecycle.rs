@@ -46,6 +46,11 @@ pub const RECORDED_BY_KEY: &str = "recorded_by";
 /// The run record's key for what the hooks could not record, and why.
 pub const HOOK_NOTE_KEY: &str = "hook_note";
 
+/// A marker older than this (7 days) belongs to a session whose end was never seen (Gemini CLI
+/// does not wait for its session-end hooks; a killed agent runs none): the next session start
+/// deletes it.
+pub const MARKER_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
 /// What the session-start hook remembers until the session ends.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Marker {
@@ -69,8 +74,13 @@ struct Payload {
 /// Runs `event` for `integration`; always returns exit code 0 (errors are warnings).
 pub fn run(integration: &Integration, event: Event) -> i32 {
     if let Err(e) = handle(integration, event) {
+        let consequence = match event {
+            Event::SessionStart => "the agent goes on without the session in its context",
+            Event::Stop => "its last message is not kept",
+            Event::SessionEnd => "this agent session is not recorded as a run",
+        };
         crate::term::warn(&format!(
-            "pas-agent's {} hook for {}: {e}",
+            "pas-agent's {} hook for {}: {e}\n  {consequence}; the agent is not affected",
             event.word(),
             integration.agent().name
         ));
@@ -191,7 +201,7 @@ fn start(
             "additionalContext": content,
         }
     });
-    crate::term::print(&format!("{output}\n")).map_err(|e| e.to_string())?;
+    crate::term::print_json(&output).map_err(|e| e.to_string())?;
     let Some(session_id) = session_id else {
         return Err("the payload has no session id; this session will not be recorded".into());
     };
@@ -205,11 +215,28 @@ fn start(
         head_before,
         last_message: None,
     };
-    write_marker(
-        project,
-        &marker_path(project, integration, session_id),
-        &marker,
-    )
+    let path = marker_path(project, integration, session_id);
+    write_marker(project, &path, &marker)?;
+    if let Some(dir) = path.parent() {
+        remove_old_markers(dir);
+    }
+    Ok(())
+}
+
+/// Deletes the markers in `dir` older than [`MARKER_MAX_AGE`] (regular files only).
+fn remove_old_markers(dir: &Path) {
+    let now = std::time::SystemTime::now();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age > MARKER_MAX_AGE);
+        if meta.is_file() && old && entry.file_name().to_string_lossy().ends_with(".json") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 fn last_message(integration: &Integration, payload: &Payload) -> Option<String> {
@@ -224,8 +251,7 @@ fn stop(
     session_id: Option<&str>,
     payload: &Payload,
 ) -> Result<(), String> {
-    let (Some(session_id), Some(message)) = (session_id, last_message(integration, payload))
-    else {
+    let (Some(session_id), Some(message)) = (session_id, last_message(integration, payload)) else {
         return Ok(());
     };
     let path = marker_path(project, integration, session_id);
@@ -251,7 +277,11 @@ fn add_words(
 
 /// The files that differed from HEAD before the session started, as far as the end can tell:
 /// those changed now whose modification time is older than the start.
-fn baseline_before(repo: &git::Repo, files: &[FileState], started: DateTime<Utc>) -> Vec<FileState> {
+fn baseline_before(
+    repo: &git::Repo,
+    files: &[FileState],
+    started: DateTime<Utc>,
+) -> Vec<FileState> {
     let started = std::time::SystemTime::from(started);
     files
         .iter()
@@ -275,7 +305,10 @@ fn end(
 ) -> Result<(), String> {
     let agent = integration.agent();
     let Some(session_id) = session_id else {
-        return Err("the payload has no session id, so there is no session to record; nothing was recorded".into());
+        return Err(
+            "the payload has no session id, so there is no session to record; nothing was recorded"
+                .into(),
+        );
     };
     let session_id = Some(session_id);
     let ended_at = Utc::now();
@@ -301,7 +334,10 @@ fn end(
             );
             (tree.head.commit.clone(), tree.files.clone())
         }
-        _ => (marker.as_ref().and_then(|m| m.head_before.clone()), Vec::new()),
+        _ => (
+            marker.as_ref().and_then(|m| m.head_before.clone()),
+            Vec::new(),
+        ),
     };
     let outcome = record::git_outcome(repo.as_ref(), head_before.as_deref(), &baseline);
     let git_unknown = outcome.tree.is_none() && (repo.is_some() || seen.unknown);

@@ -189,7 +189,10 @@ fn json_handlers(list: &CstArray) -> Vec<(CstObject, CstArray, CstObject)> {
         let Some(group) = group.as_object() else {
             continue;
         };
-        let Some(handlers) = group.get("hooks").and_then(|p| p.value()).and_then(|v| v.as_array())
+        let Some(handlers) = group
+            .get("hooks")
+            .and_then(|p| p.value())
+            .and_then(|v| v.as_array())
         else {
             continue;
         };
@@ -228,10 +231,12 @@ fn json_remove(list: &CstArray, integration: &Integration, event: Event) -> bool
         }
         h.remove();
         removed = true;
-        let only_matcher = group
-            .properties()
-            .iter()
-            .all(|p| matches!(p.name().and_then(|n| n.decoded_value().ok()).as_deref(), Some("hooks" | "matcher")));
+        let only_matcher = group.properties().iter().all(|p| {
+            matches!(
+                p.name().and_then(|n| n.decoded_value().ok()).as_deref(),
+                Some("hooks" | "matcher")
+            )
+        });
         if handlers.elements().is_empty() && only_matcher {
             group.remove();
         }
@@ -239,7 +244,12 @@ fn json_remove(list: &CstArray, integration: &Integration, event: Event) -> bool
     removed
 }
 
-fn toml(text: &str, integration: &Integration, program: &str, remove: bool) -> Result<Edit, String> {
+fn toml(
+    text: &str,
+    integration: &Integration,
+    program: &str,
+    remove: bool,
+) -> Result<Edit, String> {
     let mut doc: DocumentMut = text
         .parse()
         .map_err(|e: toml_edit::TomlError| format!("not valid TOML: {}", e.to_string().trim()))?;
@@ -345,7 +355,10 @@ fn toml_remove(groups: &mut ArrayOfTables, integration: &Integration, event: Eve
     let mut i = 0;
     while i < groups.len() {
         let group = groups.get_mut(i).expect("index in range");
-        if let Some(handlers) = group.get_mut("hooks").and_then(|h| h.as_array_of_tables_mut()) {
+        if let Some(handlers) = group
+            .get_mut("hooks")
+            .and_then(|h| h.as_array_of_tables_mut())
+        {
             let before = handlers.len();
             handlers.retain(|h| {
                 !h.get("command")
@@ -392,7 +405,10 @@ mod tests {
         let original = "{\n  \"model\": \"opus\",\n  \"hooks\": {\n    \"Stop\": [\n      { \"matcher\": \"\", \"hooks\": [ { \"type\": \"command\", \"command\": \"notify-send done\" } ] }\n    ]\n  },\n  \"z\": 1\n}\n";
         let installed = install(Some(original), "claude");
         let v: serde_json::Value = serde_json::from_str(&installed).unwrap();
-        assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], "notify-send done");
+        assert_eq!(
+            v["hooks"]["Stop"][0]["hooks"][0]["command"],
+            "notify-send done"
+        );
         assert_eq!(
             v["hooks"]["Stop"][1]["hooks"][0]["command"],
             "/opt/bin/pas-agent lifecycle claude stop"
@@ -424,12 +440,26 @@ mod tests {
         assert!(installed.contains("// my theme"));
         assert_eq!(remove(&installed, "gemini").as_deref(), Some(with_comments));
         // Claude's settings are plain JSON.
-        assert!(edit(Some(with_comments), by_key("claude").unwrap(), PROGRAM, false).is_err());
+        assert!(
+            edit(
+                Some(with_comments),
+                by_key("claude").unwrap(),
+                PROGRAM,
+                false
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn json_refuses_what_it_cannot_edit() {
-        for bad in ["{", "[1]", "{\"hooks\": 3}", "{\"hooks\": {\"Stop\": {}}}", "{\"a\":1,}"] {
+        for bad in [
+            "{",
+            "[1]",
+            "{\"hooks\": 3}",
+            "{\"hooks\": {\"Stop\": {}}}",
+            "{\"a\":1,}",
+        ] {
             let e = edit(Some(bad), by_key("claude").unwrap(), PROGRAM, false);
             assert!(e.is_err(), "{bad}");
             let e = edit(Some(bad), by_key("claude").unwrap(), PROGRAM, true);
@@ -440,7 +470,13 @@ mod tests {
     #[test]
     fn json_moved_program_is_updated_in_place() {
         let installed = install(None, "claude");
-        let moved = edit(Some(&installed), by_key("claude").unwrap(), "pas-agent", false).unwrap();
+        let moved = edit(
+            Some(&installed),
+            by_key("claude").unwrap(),
+            "pas-agent",
+            false,
+        )
+        .unwrap();
         assert_eq!(moved.events.len(), 3);
         let text = moved.text.unwrap();
         assert!(text.contains("\"pas-agent lifecycle claude stop\""));
@@ -474,7 +510,12 @@ mod tests {
 
     #[test]
     fn toml_refuses_what_it_cannot_edit() {
-        for bad in ["model = ", "hooks = 3", "hooks = { Stop = [] }", "[hooks]\nStop = 1\n"] {
+        for bad in [
+            "model = ",
+            "hooks = 3",
+            "hooks = { Stop = [] }",
+            "[hooks]\nStop = 1\n",
+        ] {
             assert!(
                 edit(Some(bad), by_key("codex").unwrap(), PROGRAM, false).is_err(),
                 "{bad}"

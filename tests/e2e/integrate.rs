@@ -101,7 +101,11 @@ fn settings_with_other_hooks_are_kept_byte_for_byte_and_remove_restores_them() {
         // Remove: exactly what was installed.
         let out = sb.ok(&["integrate", agent, "--remove"]);
         assert!(out.contains("Removed"), "{out}");
-        assert_eq!(sb.read(file), original, "{agent}: remove gives back the bytes");
+        assert_eq!(
+            sb.read(file),
+            original,
+            "{agent}: remove gives back the bytes"
+        );
         let out = sb.ok(&["integrate", agent, "--remove"]);
         assert!(out.contains("nothing to remove"), "{out}");
         assert_eq!(sb.read(file), original);
@@ -137,7 +141,10 @@ fn a_new_settings_file_is_created_and_user_level_goes_to_the_agents_own_director
             .unwrap()
             .contains("lifecycle claude session-start")
     );
-    assert!(!sb.path(".claude").exists(), "--user leaves the project alone");
+    assert!(
+        !sb.path(".claude").exists(),
+        "--user leaves the project alone"
+    );
     let codex_home = sb.tmp.path().join("codex-home");
     sb.env
         .push(("CODEX_HOME".into(), codex_home.to_string_lossy().into()));
@@ -157,12 +164,28 @@ fn a_settings_file_that_does_not_parse_is_refused_and_left_unchanged() {
     let cases = [
         ("claude", ".claude/settings.json", "{\n  \"hooks\": {\n"),
         // Claude Code reads plain JSON: no comments.
-        ("claude", ".claude/settings.json", "{ // mine\n \"a\": 1 }\n"),
-        ("claude", ".claude/settings.json", "{\"hooks\": [\"not an object\"]}\n"),
-        ("gemini", ".gemini/settings.json", "{\"hooks\": {\"SessionStart\": 3}}\n"),
+        (
+            "claude",
+            ".claude/settings.json",
+            "{ // mine\n \"a\": 1 }\n",
+        ),
+        (
+            "claude",
+            ".claude/settings.json",
+            "{\"hooks\": [\"not an object\"]}\n",
+        ),
+        (
+            "gemini",
+            ".gemini/settings.json",
+            "{\"hooks\": {\"SessionStart\": 3}}\n",
+        ),
         ("gemini", ".gemini/settings.json", "\u{0}\u{1}binary"),
         ("codex", ".codex/config.toml", "model = \"o3\"\n[hooks\n"),
-        ("codex", ".codex/config.toml", "hooks = { SessionStart = [] }\n"),
+        (
+            "codex",
+            ".codex/config.toml",
+            "hooks = { SessionStart = [] }\n",
+        ),
     ];
     for (agent, file, bad) in cases {
         sb.write(file, bad);
@@ -187,12 +210,8 @@ fn lifecycle(sb: &Sandbox, agent: &str, event: &str, payload: &str) -> Output {
         .spawn()
         .unwrap();
     use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.as_bytes())
-        .unwrap();
+    // A command that exits without reading (an unknown event) closes the pipe first.
+    let _ = child.stdin.take().unwrap().write_all(payload.as_bytes());
     child.wait_with_output().unwrap()
 }
 
@@ -215,7 +234,10 @@ fn hooks_never_fail_the_agent_and_count_only_what_changed_during_the_session() {
     let out = lifecycle(&sb, "claude", "session-start", &payload(""));
     assert!(out.status.success());
     let context: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
-    assert_eq!(context["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    assert_eq!(
+        context["hookSpecificOutput"]["hookEventName"],
+        "SessionStart"
+    );
     assert!(
         context["hookSpecificOutput"]["additionalContext"]
             .as_str()
@@ -233,7 +255,12 @@ fn hooks_never_fail_the_agent_and_count_only_what_changed_during_the_session() {
         &payload(r#","last_assistant_message":"I added src.rs and notes.""#),
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = lifecycle(&sb, "claude", "session-end", &payload(r#","reason":"other""#));
+    let out = lifecycle(
+        &sb,
+        "claude",
+        "session-end",
+        &payload(r#","reason":"other""#),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
 
@@ -280,7 +307,11 @@ fn store_holds(dir: &Path, id: &str) {
         .into_iter()
         .filter(|p| p.to_string_lossy().contains(id))
         .collect();
-    assert!(!found.is_empty(), "no file of session {id} under {}", dir.display());
+    assert!(
+        !found.is_empty(),
+        "no file of session {id} under {}",
+        dir.display()
+    );
 }
 
 /// The one run recorded from the hooks of `agent`, started directly.
@@ -314,7 +345,10 @@ fn claude_code_started_directly_is_recorded_and_sees_the_task() {
             "acceptEdits",
         ]),
     );
-    assert!(!sb.path("CLAUDE.md").exists(), "no context file was written");
+    assert!(
+        !sb.path("CLAUDE.md").exists(),
+        "no context file was written"
+    );
     assert!(
         mock.model_requests("/v1/messages")
             .iter()
@@ -431,4 +465,49 @@ fn codex_through_pas_agent_run_with_the_hooks_is_recorded_once() {
     let all = runs(&sb);
     assert_eq!(all.len(), 1, "{all:#?}");
     assert!(all[0]["launcher_pid"].is_number());
+}
+
+#[test]
+fn a_damaged_session_never_fails_the_agent_and_old_markers_are_cleared() {
+    let sb = session();
+    let id = "0f0e0d0c-1111-4222-8333-444455556666";
+    let payload = format!(r#"{{"session_id":"{id}","cwd":"{}"}}"#, sb.work.display());
+    // A marker left by a session whose end was never seen, long ago.
+    let stale = sb.path(".pas-agent/runs/hooks/gemini-11111111-2222-4333-8444-555566667777.json");
+    std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+    std::fs::write(&stale, "{}").unwrap();
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+    let out = lifecycle(&sb, "gemini", "session-start", &payload);
+    assert!(out.status.success());
+    assert!(!stale.exists(), "the old marker was cleared");
+    assert!(
+        sb.path(&format!(".pas-agent/runs/hooks/gemini-{id}.json"))
+            .exists()
+    );
+
+    let damaged = "{ this is not a session";
+    sb.write(".pas-agent/session.json", damaged);
+    for event in ["session-start", "stop", "session-end"] {
+        let out = lifecycle(&sb, "gemini", event, &payload);
+        assert_eq!(out.status.code(), Some(0), "{event}");
+        assert_eq!(
+            stdout(&out),
+            "",
+            "{event}: no context from a damaged session"
+        );
+        if event != "stop" {
+            assert!(
+                stderr(&out).contains("warning:"),
+                "{event}: {}",
+                stderr(&out)
+            );
+        }
+    }
+    assert_eq!(sb.read(".pas-agent/session.json"), damaged);
 }
