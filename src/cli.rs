@@ -383,6 +383,27 @@ pub struct LifecycleArgs {
     pub event: String,
 }
 
+/// The arguments of `pas-agent lifecycle`, read without clap: the command runs inside an
+/// agent's hook, where a usage error's exit code 2 means "block" to Claude Code (a `Stop` hook
+/// exiting 2 keeps the agent going). Takes the arguments after the program name; returns
+/// `None` unless the first is `lifecycle`. Missing words are empty (and reported by the
+/// command as unknown, with exit code 0); extra words are ignored.
+pub fn lifecycle_args(args: &[std::ffi::OsString]) -> Option<LifecycleArgs> {
+    let (first, rest) = args.split_first()?;
+    if first != "lifecycle" {
+        return None;
+    }
+    let word = |i: usize| {
+        rest.get(i)
+            .map(|a| a.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    Some(LifecycleArgs {
+        agent: word(0),
+        event: word(1),
+    })
+}
+
 /// The prompt segment's default width, in characters (`prompt --width`).
 pub const PROMPT_WIDTH: u16 = 32;
 /// The narrowest `prompt --width` accepted, in characters.

@@ -291,6 +291,14 @@ fn hooks_never_fail_the_agent_and_count_only_what_changed_during_the_session() {
     let out = lifecycle(&sb, "nobody", "session-end", "{}");
     assert_eq!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("unknown agent or event"));
+    // Never a usage error (exit 2 is "block" to Claude Code's Stop hook).
+    for args in [
+        &["lifecycle"][..],
+        &["lifecycle", "claude", "stop", "--bogus", "x"],
+    ] {
+        let out = sb.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    }
     assert_eq!(runs(&sb).len(), 1);
 
     // Outside a session: nothing, silently.
