@@ -19,7 +19,7 @@ use crate::session::model::ListKind;
 coding agent to the next.\n\nThe record lives in .pas-agent/session.json at the project root. \
 `export` writes it into the file an agent reads at startup (CLAUDE.md, AGENTS.md, GEMINI.md), \
 and `run` launches an agent with a checkpoint and export before and a record of what it did after.",
-    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code."
+    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context or settings file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code."
 )]
 pub struct Cli {
     /// Run as if pas-agent was started in DIR (like `git -C`).

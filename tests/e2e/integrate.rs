@@ -519,3 +519,24 @@ fn a_damaged_session_never_fails_the_agent_and_old_markers_are_cleared() {
     }
     assert_eq!(sb.read(".pas-agent/session.json"), damaged);
 }
+
+#[test]
+fn gemini_cli_through_pas_agent_run_with_the_hooks_is_recorded_once() {
+    require_agent("gemini", "@google/gemini-cli");
+    let mut sb = session();
+    let mock = Mock::start();
+    mock.point_gemini_at_me(&mut sb);
+    sb.ok(&["integrate", "gemini"]);
+    sb.ok(&[
+        "run",
+        "gemini",
+        "--",
+        "-m",
+        "gemini-2.5-flash",
+        "-p",
+        "Say hello",
+    ]);
+    let all = runs(&sb);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert!(all[0]["launcher_pid"].is_number());
+}
