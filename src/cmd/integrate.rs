@@ -70,24 +70,27 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
         crate::term::print(&what)?;
         return Ok(0);
     };
-    // The guard's root: the project, or for the user's file the agent's own directory.
-    let guard_root = match &root {
-        Some(r) => r.clone(),
+    // The guard's root: the project, where a link must not lead a write out (a cloned
+    // repository's `.claude -> ~/.claude`); or for the user's own file its real directory, so
+    // that a settings file linked into a dotfiles repository is written where it lives.
+    let (guard_root, target) = match &root {
+        Some(r) => (r.clone(), path.clone()),
         None => {
-            let dir = path.parent().unwrap_or(&path).to_path_buf();
+            let target = path.canonicalize().unwrap_or_else(|_| path.clone());
+            let dir = target.parent().unwrap_or(&target).to_path_buf();
             std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-            dir
+            (dir, target)
         }
     };
     let guard = WriteGuard::new(&guard_root).map_err(|e| Error::io(&guard_root, e))?;
     let write_err = |e: crate::fsutil::WriteError| unsafe_(format!("{e}; nothing was changed"));
-    if let Some(dir) = path.parent() {
+    if let Some(dir) = target.parent() {
         guard
             .create_dir_all(dir, Named::ByUs, 0o755)
             .map_err(write_err)?;
     }
     guard
-        .write(&path, new_text.as_bytes(), Named::ByUs, Links::Replace)
+        .write(&target, new_text.as_bytes(), Named::ByUs, Links::Replace)
         .map_err(write_err)?;
     let events = edit.events.join(", ");
     let message = if args.remove {

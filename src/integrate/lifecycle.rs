@@ -138,7 +138,7 @@ fn handle(integration: &Integration, event: Event) -> Result<(), String> {
         ));
     }
     match event {
-        Event::SessionStart => start(&project, integration, session_id.as_deref()),
+        Event::SessionStart => start(&project, integration, session_id.as_deref(), &payload),
         Event::Stop => stop(&project, integration, session_id.as_deref(), &payload),
         Event::SessionEnd => end(&project, integration, session_id.as_deref(), &payload, &cwd),
     }
@@ -190,6 +190,7 @@ fn start(
     project: &Project,
     integration: &Integration,
     session_id: Option<&str>,
+    payload: &Payload,
 ) -> Result<(), String> {
     let session = project.load().map_err(|e| e.to_string())?;
     // The Markdown of the block, without the live git state: reading the work tree is what
@@ -205,6 +206,14 @@ fn start(
     let Some(session_id) = session_id else {
         return Err("the payload has no session id; this session will not be recorded".into());
     };
+    let path = marker_path(project, integration, session_id);
+    // Claude Code starts a session again after compacting its context: the same session goes
+    // on, and keeps the start it had.
+    if payload.raw.get("source").and_then(Value::as_str) == Some("compact")
+        && read_marker(&path).is_some_and(|m| m.started_at.is_some())
+    {
+        return Ok(());
+    }
     let head_before = git::try_for_root(&project.root)
         .ok()
         .flatten()
@@ -215,7 +224,6 @@ fn start(
         head_before,
         last_message: None,
     };
-    let path = marker_path(project, integration, session_id);
     write_marker(project, &path, &marker)?;
     if let Some(dir) = path.parent() {
         remove_old_markers(dir);

@@ -247,6 +247,18 @@ fn hooks_never_fail_the_agent_and_count_only_what_changed_during_the_session() {
     sb.write("src.rs", "fn main() {}\n");
     sb.git(&["add", "src.rs"]);
     sb.git(&["commit", "-q", "-m", "Add src.rs"]);
+    // Claude Code compacts its context and starts the same session again: it keeps its start.
+    let out = lifecycle(
+        &sb,
+        "claude",
+        "session-start",
+        &payload(r#","source":"compact""#),
+    );
+    assert!(out.status.success());
+    assert!(
+        stdout(&out).contains(TASK),
+        "the context again after compaction"
+    );
     sb.write("notes.txt", "new\n");
     let out = lifecycle(
         &sb,
@@ -539,4 +551,42 @@ fn gemini_cli_through_pas_agent_run_with_the_hooks_is_recorded_once() {
     let all = runs(&sb);
     assert_eq!(all.len(), 1, "{all:#?}");
     assert!(all[0]["launcher_pid"].is_number());
+}
+
+#[test]
+fn a_link_in_the_project_never_leads_the_write_out_but_the_users_own_link_is_followed() {
+    let sb = session();
+    // A cloned repository's `.claude` leading into the user's home: refused, nothing written.
+    let outside = sb.home.join("claude-config");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, sb.path(".claude")).unwrap();
+    let err = sb.fails(&["integrate", "claude"], 6);
+    assert!(err.contains(".claude/settings.json"), "{err}");
+    assert!(!outside.join("settings.json").exists());
+
+    // The user's own settings linked into a dotfiles directory: written there, link kept.
+    let dotfiles = sb.home.join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    let mine = "{\n  \"ui\": {\"theme\": \"x\"}\n}\n";
+    std::fs::write(dotfiles.join("gemini.json"), mine).unwrap();
+    std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
+    let link = sb.home.join(".gemini/settings.json");
+    std::os::unix::fs::symlink(dotfiles.join("gemini.json"), &link).unwrap();
+    sb.ok(&["integrate", "gemini", "--user"]);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let written = std::fs::read_to_string(dotfiles.join("gemini.json")).unwrap();
+    assert!(
+        written.contains("lifecycle gemini session-start"),
+        "{written}"
+    );
+    sb.ok(&["integrate", "gemini", "--user", "--remove"]);
+    assert_eq!(
+        std::fs::read_to_string(dotfiles.join("gemini.json")).unwrap(),
+        mine
+    );
 }
