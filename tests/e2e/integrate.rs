@@ -590,3 +590,24 @@ fn a_link_in_the_project_never_leads_the_write_out_but_the_users_own_link_is_fol
         mine
     );
 }
+
+#[test]
+fn claude_code_resumed_directly_is_recorded_again_under_its_session_id() {
+    require_agent("claude", "@anthropic-ai/claude-code");
+    let mut sb = session();
+    let mock = Mock::start();
+    sb.env.extend(mock.claude_env("sk-ant-test"));
+    sb.ok(&["integrate", "claude"]);
+    direct(&sb, "claude", &strings(&["-p", "Say hello"]));
+    let first = recorded_directly(&sb, "claude-code");
+    let id = first["agent_session_id"].as_str().unwrap().to_string();
+    sb.write("later.txt", "after the first session\n");
+    direct(&sb, "claude", &strings(&["--resume", &id, "-p", "Go on"]));
+    let all = runs(&sb);
+    assert_eq!(all.len(), 2, "{all:#?}");
+    assert_eq!(all[1]["agent_session_id"], id.as_str());
+    assert_eq!(all[1]["last_message"], REPLY);
+    assert!(all[1]["started_at"].as_str() > first["ended_at"].as_str());
+    // later.txt was written between the sessions, before the resumed one started.
+    assert!(changed_paths(&all[1]).is_empty(), "{:#}", all[1]);
+}
