@@ -19,7 +19,7 @@ use crate::session::model::ListKind;
 coding agent to the next.\n\nThe record lives in .pas-agent/session.json at the project root. \
 `export` writes it into the file an agent reads at startup (CLAUDE.md, AGENTS.md, GEMINI.md), \
 and `run` launches an agent with a checkpoint and export before and a record of what it did after.",
-    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code.\n\nManual: `pas-agent man [COMMAND]` (`pas-agent man run | man -l -`). Docs: https://docs.rs/crate/pas-agent/latest/source/docs/"
+    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context or settings file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code.\n\nManual: `pas-agent man [COMMAND]` (`pas-agent man run | man -l -`). Docs: https://docs.rs/crate/pas-agent/latest/source/docs/"
 )]
 pub struct Cli {
     /// Run as if pas-agent was started in DIR (like `git -C`).
@@ -106,6 +106,13 @@ pub enum Command {
         after_help = "Add one line to your shell's start-up file:\n  bash        eval \"$(pas-agent hook bash)\"            (~/.bashrc)\n  zsh         eval \"$(pas-agent hook zsh)\"             (~/.zshrc)\n  fish        pas-agent hook fish | source              (~/.config/fish/config.fish)\n  PowerShell  Invoke-Expression (& pas-agent hook powershell | Out-String)   ($PROFILE)"
     )]
     Hook(HookArgs),
+    /// Install pas-agent in an agent's own lifecycle hooks (claude, codex, gemini): the agent
+    /// gets the session as context when it starts and is recorded as a run when it ends,
+    /// however it was started (docs/integrate.md).
+    Integrate(IntegrateArgs),
+    /// Run by the hooks `integrate` installs, with the agent's JSON payload on stdin.
+    #[command(hide = true)]
+    Lifecycle(LifecycleArgs),
     /// Print a one-line summary of the session for a shell prompt (task, progress, stale mark,
     /// running agent); nothing outside a session. Exits 0 whatever state the session is in.
     Prompt(PromptArgs),
@@ -503,6 +510,50 @@ impl From<ShellArg> for crate::hook::Shell {
 pub struct HookArgs {
     /// The shell to print the script for.
     pub shell: ShellArg,
+}
+
+/// `integrate`.
+#[derive(Debug, Args)]
+pub struct IntegrateArgs {
+    /// The agent whose hooks to install pas-agent in.
+    #[arg(value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::integrate::keys()))]
+    pub agent: String,
+    /// Install in the user's settings (all projects) instead of this project's.
+    #[arg(long)]
+    pub user: bool,
+    /// Take out what `integrate` installed, and nothing else.
+    #[arg(long)]
+    pub remove: bool,
+}
+
+/// `lifecycle` (hidden).
+#[derive(Debug, Args)]
+pub struct LifecycleArgs {
+    /// The integration (`claude`, `codex`, `gemini`).
+    pub agent: String,
+    /// `session-start`, `stop` or `session-end`.
+    pub event: String,
+}
+
+/// The arguments of `pas-agent lifecycle`, read without clap: the command runs inside an
+/// agent's hook, where a usage error's exit code 2 means "block" to Claude Code (a `Stop` hook
+/// exiting 2 keeps the agent going). Takes the arguments after the program name; returns
+/// `None` unless the first is `lifecycle`. Missing words are empty (and reported by the
+/// command as unknown, with exit code 0); extra words are ignored.
+pub fn lifecycle_args(args: &[std::ffi::OsString]) -> Option<LifecycleArgs> {
+    let (first, rest) = args.split_first()?;
+    if first != "lifecycle" {
+        return None;
+    }
+    let word = |i: usize| {
+        rest.get(i)
+            .map(|a| a.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    Some(LifecycleArgs {
+        agent: word(0),
+        event: word(1),
+    })
 }
 
 /// The prompt segment's default width, in characters (`prompt --width`).

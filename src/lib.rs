@@ -19,6 +19,7 @@ pub mod fingerprint;
 pub mod fsutil;
 pub mod git;
 pub mod hook;
+pub mod integrate;
 pub mod launch;
 pub mod limits;
 pub mod session;

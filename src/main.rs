@@ -16,6 +16,10 @@ fn main() -> ExitCode {
     if let Some(prompt) = pas_agent::cli::fast_prompt_args(&args) {
         return outcome(pas_agent::cmd::dispatch(Command::Prompt(prompt)));
     }
+    // The agents' lifecycle hooks: never a usage error, which an agent may read as "block".
+    if let Some(lifecycle) = pas_agent::cli::lifecycle_args(&args) {
+        return outcome(pas_agent::cmd::dispatch(Command::Lifecycle(lifecycle)));
+    }
     let cli = match pas_agent::cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&visible(e)),

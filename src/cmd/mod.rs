@@ -7,6 +7,7 @@ mod doctor;
 mod export;
 mod hook;
 mod init;
+mod integrate;
 mod list;
 mod mcp;
 mod merge;
@@ -56,6 +57,8 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Run(a) => run::run(a),
         Command::Runs(a) => runs::run(a),
         Command::Hook(a) => hook::run(a),
+        Command::Integrate(a) => integrate::run(a),
+        Command::Lifecycle(a) => Ok(integrate::lifecycle(a)),
         Command::Prompt(a) => prompt::run(a),
         Command::Resolve => merge::resolve(),
         Command::Prune(a) => prune::run(a),
@@ -81,6 +84,7 @@ fn sets_up_driver(command: &Command) -> bool {
             | Command::Completions(_)
             | Command::Man(_)
             | Command::Doctor(_)
+            | Command::Lifecycle(_)
     )
 }
 

@@ -14,6 +14,7 @@ mod field_terminal;
 mod git;
 mod hooks;
 mod hooks_tmux;
+mod integrate;
 mod launcher;
 mod launcher_support;
 mod mcp;

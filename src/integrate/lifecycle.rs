@@ -1,0 +1,438 @@
+//! What `pas-agent lifecycle <agent> <event>` does when the agent runs it from its hooks: the
+//! agent's JSON payload (`session_id`, `transcript_path`, `cwd`, …) arrives on stdin.
+//!
+//! - **session-start** prints the session (the block's Markdown) as
+//!   `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}`, which all
+//!   three agents add to the model's context, then leaves a small marker in
+//!   `.pas-agent/runs/hooks/` with the time and HEAD. No work-tree scan: the start stays cheap
+//!   on a large repository (the files changed are worked out at the end, see below).
+//! - **stop** (end of a turn) keeps the agent's last message in the marker.
+//! - **session-end** records a finished run, as `pas-agent run` would have: the agent, its
+//!   session id, the commits since the marker's HEAD, the files changed since the start, the
+//!   last message, and an "after" checkpoint; then deletes the marker.
+//!
+//! Files changed: a file that differs from HEAD at the end counts as changed by the session
+//! unless it was last modified before the session started (it was already changed then, and
+//! the session left it alone). A file deleted since HEAD counts as changed.
+//!
+//! A hook never fails the agent: every error is a warning on stderr and the exit code is 0,
+//! which all three agents treat as success. Outside a session it does nothing. Inside a run
+//! started by `pas-agent run` (`PAS_AGENT_RUN_ID` names a running run of this session) it does
+//! nothing either: the launcher exports before and records after, so the run is recorded once.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Event, Integration};
+use crate::fsutil::{Links, Named, WriteGuard};
+use crate::git::{self, Detail};
+use crate::launch::record;
+use crate::session::model::{FileState, FileStatus, Run, RunState};
+use crate::session::{Project, ops};
+
+/// Largest payload read from stdin (1 MiB); a longer one is cut there and then fails to parse.
+pub const MAX_PAYLOAD_BYTES: u64 = 1024 * 1024;
+/// Longest last message kept, in characters.
+pub const MAX_LAST_MESSAGE_CHARS: usize = 4000;
+/// The run record's key for the agent's last message as its end-of-turn hook reported it.
+pub const LAST_MESSAGE_KEY: &str = "last_message";
+/// The run record's key saying the run was recorded from the agent's hooks.
+pub const RECORDED_BY_KEY: &str = "recorded_by";
+/// The run record's key for what the hooks could not record, and why.
+pub const HOOK_NOTE_KEY: &str = "hook_note";
+
+/// A marker older than this (7 days) belongs to a session whose end was never seen (Gemini CLI
+/// does not wait for its session-end hooks; a killed agent runs none): the next session start
+/// deletes it.
+pub const MARKER_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
+/// What the session-start hook remembers until the session ends.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Marker {
+    /// When the session started; `None` when the marker was made by a later event.
+    started_at: Option<DateTime<Utc>>,
+    /// HEAD at the start.
+    head_before: Option<String>,
+    /// The last message of the last turn.
+    last_message: Option<String>,
+}
+
+/// The fields of the agent's payload pas-agent uses.
+#[derive(Debug, Default)]
+struct Payload {
+    session_id: Option<String>,
+    transcript_path: Option<PathBuf>,
+    cwd: Option<PathBuf>,
+    raw: Value,
+}
+
+/// Runs `event` for `integration`; always returns exit code 0 (errors are warnings).
+pub fn run(integration: &Integration, event: Event) -> i32 {
+    if let Err(e) = handle(integration, event) {
+        let consequence = match event {
+            Event::SessionStart => "the agent goes on without the session in its context",
+            Event::Stop => "its last message is not kept",
+            Event::SessionEnd => "this agent session is not recorded as a run",
+        };
+        crate::term::warn(&format!(
+            "pas-agent's {} hook for {}: {e}\n  {consequence}; the agent is not affected",
+            event.word(),
+            integration.agent().name
+        ));
+    }
+    0
+}
+
+fn read_payload() -> Result<Payload, String> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Ok(Payload::default());
+    }
+    let mut bytes = Vec::new();
+    stdin
+        .lock()
+        .take(MAX_PAYLOAD_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the payload on stdin: {e}"))?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Payload::default());
+    }
+    let raw: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("the payload on stdin is not JSON ({e})"))?;
+    let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
+    Ok(Payload {
+        session_id: text("session_id").filter(|s| !s.is_empty()),
+        transcript_path: text("transcript_path").map(PathBuf::from),
+        cwd: text("cwd").map(PathBuf::from),
+        raw,
+    })
+}
+
+fn handle(integration: &Integration, event: Event) -> Result<(), String> {
+    let payload = read_payload()?;
+    let cwd = match &payload.cwd {
+        Some(c) if c.is_absolute() => c.clone(),
+        _ => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
+    };
+    let Some(project) = Project::find_opt(&cwd) else {
+        // No session here: nothing to give or record (a user-level hook in another project).
+        return Ok(());
+    };
+    if inside_run(&project) {
+        return Ok(());
+    }
+    let agent = integration.agent();
+    let session_id = payload
+        .session_id
+        .clone()
+        .filter(|id| agent.id_shape.accepts(id));
+    if session_id.is_none() && payload.raw.get("session_id").is_some() {
+        crate::term::warn(&format!(
+            "the `session_id` in the hook's payload does not look like a {} session id",
+            agent.name
+        ));
+    }
+    match event {
+        Event::SessionStart => start(&project, integration, session_id.as_deref(), &payload),
+        Event::Stop => stop(&project, integration, session_id.as_deref(), &payload),
+        Event::SessionEnd => end(&project, integration, session_id.as_deref(), &payload, &cwd),
+    }
+}
+
+/// Whether this process runs inside a run of `project` that `pas-agent run` records.
+fn inside_run(project: &Project) -> bool {
+    let Ok(id) = std::env::var(crate::launch::RUN_ID_ENV) else {
+        return false;
+    };
+    let Ok(session) = project.load() else {
+        // Cannot tell: recording nothing is the safe side of "never twice".
+        return true;
+    };
+    session
+        .runs
+        .iter()
+        .any(|r| r.id.to_string() == id && r.state == RunState::Running)
+}
+
+fn marker_path(project: &Project, integration: &Integration, session_id: &str) -> PathBuf {
+    project
+        .state_dir()
+        .join("runs")
+        .join("hooks")
+        .join(format!("{}-{session_id}.json", integration.key))
+}
+
+fn read_marker(path: &Path) -> Option<Marker> {
+    let bytes = crate::fsutil::read_limited(path, MAX_PAYLOAD_BYTES).ok()??;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn write_marker(project: &Project, path: &Path, marker: &Marker) -> Result<(), String> {
+    let guard = WriteGuard::new(&project.root).map_err(|e| e.to_string())?;
+    if let Some(dir) = path.parent() {
+        guard
+            .create_dir_all(dir, Named::ByUs, 0o755)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let bytes = serde_json::to_vec(marker).map_err(|e| e.to_string())?;
+    guard
+        .write_volatile(path, &bytes, Named::ByUs, Links::Replace)
+        .map(drop)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn start(
+    project: &Project,
+    integration: &Integration,
+    session_id: Option<&str>,
+    payload: &Payload,
+) -> Result<(), String> {
+    let session = project.load().map_err(|e| e.to_string())?;
+    // The Markdown of the block, without the live git state: reading the work tree is what
+    // would make a start slow on a large repository.
+    let (content, _) = crate::export::content(&session, None, None);
+    let output = serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": content,
+        }
+    });
+    crate::term::print_json(&output).map_err(|e| e.to_string())?;
+    let Some(session_id) = session_id else {
+        return Err("the payload has no session id; this session will not be recorded".into());
+    };
+    let path = marker_path(project, integration, session_id);
+    // Claude Code starts a session again after compacting its context: the same session goes
+    // on, and keeps the start it had.
+    if payload.raw.get("source").and_then(Value::as_str) == Some("compact")
+        && read_marker(&path).is_some_and(|m| m.started_at.is_some())
+    {
+        return Ok(());
+    }
+    let head_before = git::try_for_root(&project.root)
+        .ok()
+        .flatten()
+        .and_then(|repo| repo.head().ok())
+        .and_then(|h| h.commit);
+    let marker = Marker {
+        started_at: Some(Utc::now()),
+        head_before,
+        last_message: None,
+    };
+    write_marker(project, &path, &marker)?;
+    if let Some(dir) = path.parent() {
+        remove_old_markers(dir);
+    }
+    Ok(())
+}
+
+/// Deletes the markers in `dir` older than [`MARKER_MAX_AGE`] (regular files only).
+fn remove_old_markers(dir: &Path) {
+    let now = std::time::SystemTime::now();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age > MARKER_MAX_AGE);
+        if meta.is_file() && old && entry.file_name().to_string_lossy().ends_with(".json") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+fn last_message(integration: &Integration, payload: &Payload) -> Option<String> {
+    let text = payload.raw.get(integration.last_message_field)?.as_str()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.chars().take(MAX_LAST_MESSAGE_CHARS).collect())
+}
+
+fn stop(
+    project: &Project,
+    integration: &Integration,
+    session_id: Option<&str>,
+    payload: &Payload,
+) -> Result<(), String> {
+    let (Some(session_id), Some(message)) = (session_id, last_message(integration, payload)) else {
+        return Ok(());
+    };
+    let path = marker_path(project, integration, session_id);
+    let mut marker = read_marker(&path).unwrap_or_default();
+    marker.last_message = Some(message);
+    write_marker(project, &path, &marker)
+}
+
+/// The agent's own words (its prompts, last answer, model and tokens; [`crate::transcript`])
+/// for a run recorded from the hooks: only the turns after `since`, the session's start (from
+/// the start marker; with none, the whole transcript, since no run of this session was
+/// recorded before: see the caller).
+fn add_words(
+    run: &mut Run,
+    agent_id: &str,
+    session_id: &str,
+    cwd: &Path,
+    since: DateTime<Utc>,
+    transcript_path: Option<&Path>,
+) {
+    run.transcript = Some(crate::transcript::read(
+        agent_id,
+        session_id,
+        cwd,
+        since,
+        transcript_path,
+    ));
+}
+
+/// The files that differed from HEAD before the session started, as far as the end can tell:
+/// those changed now whose modification time is older than the start.
+fn baseline_before(
+    repo: &git::Repo,
+    files: &[FileState],
+    started: DateTime<Utc>,
+) -> Vec<FileState> {
+    let started = std::time::SystemTime::from(started);
+    files
+        .iter()
+        .filter(|f| f.status != FileStatus::Deleted)
+        .filter(|f| {
+            repo.abs(&f.path)
+                .and_then(|p| std::fs::symlink_metadata(p).ok())
+                .and_then(|m| m.modified().ok())
+                .is_some_and(|m| m < started)
+        })
+        .cloned()
+        .collect()
+}
+
+fn end(
+    project: &Project,
+    integration: &Integration,
+    session_id: Option<&str>,
+    payload: &Payload,
+    cwd: &Path,
+) -> Result<(), String> {
+    let agent = integration.agent();
+    let Some(session_id) = session_id else {
+        return Err(
+            "the payload has no session id, so there is no session to record; nothing was recorded"
+                .into(),
+        );
+    };
+    let session_id = Some(session_id);
+    let ended_at = Utc::now();
+    let marker_file = session_id.map(|id| marker_path(project, integration, id));
+    let marker = marker_file.as_deref().and_then(read_marker);
+    let started = marker.as_ref().and_then(|m| m.started_at);
+    let mut note = None;
+    let seen = git::Seen::of_root(
+        &project.root,
+        Detail::Files,
+        "the run is recorded without git data",
+    );
+    let (repo, tree_now) = (seen.repo, seen.tree);
+    let (head_before, baseline) = match (started, &tree_now, &repo) {
+        (Some(started), Some(tree), Some(repo)) => (
+            marker.as_ref().and_then(|m| m.head_before.clone()),
+            baseline_before(repo, &tree.files, started),
+        ),
+        (None, Some(tree), _) => {
+            note = Some(
+                "the session's start was not seen (no session-start hook ran for it), so its commits and changed files are not recorded"
+                    .to_string(),
+            );
+            (tree.head.commit.clone(), tree.files.clone())
+        }
+        _ => (
+            marker.as_ref().and_then(|m| m.head_before.clone()),
+            Vec::new(),
+        ),
+    };
+    let outcome = record::git_outcome(repo.as_ref(), head_before.as_deref(), &baseline);
+    let git_unknown = outcome.tree.is_none() && (repo.is_some() || seen.unknown);
+    let started_at = started.unwrap_or(ended_at);
+    let mut run = Run {
+        id: Uuid::new_v4(),
+        agent: agent.id.to_string(),
+        argv: vec![agent.executables[0].to_string()],
+        cwd: cwd.to_string_lossy().into_owned(),
+        state: RunState::Finished,
+        started_at,
+        ended_at: Some(ended_at),
+        duration_ms: started.map(|s| u64::try_from((ended_at - s).num_milliseconds()).unwrap_or(0)),
+        exit_code: None,
+        signal: None,
+        launcher_pid: None,
+        launcher_started: None,
+        nonce: None,
+        head_before,
+        head_after: outcome.head_after.clone(),
+        commits: outcome.commits.clone(),
+        files_changed: outcome.files_changed.clone(),
+        agent_session_id: session_id.map(str::to_string),
+        checkpoint_before: None,
+        checkpoint_after: None,
+        capture: None,
+        baseline: None,
+        transcript: None,
+        extra: Default::default(),
+    };
+    crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
+    run.extra.insert(
+        RECORDED_BY_KEY.into(),
+        Value::String(format!("{} hooks", integration.key)),
+    );
+    let message = last_message(integration, payload)
+        .or_else(|| marker.as_ref().and_then(|m| m.last_message.clone()));
+    if let Some(message) = message {
+        run.extra
+            .insert(LAST_MESSAGE_KEY.into(), Value::String(message));
+    }
+    if let Some(note) = note {
+        run.extra.insert(HOOK_NOTE_KEY.into(), Value::String(note));
+    }
+    if let Some(id) = session_id {
+        add_words(
+            &mut run,
+            agent.id,
+            id,
+            cwd,
+            started.unwrap_or(DateTime::UNIX_EPOCH),
+            payload.transcript_path.as_deref(),
+        );
+    }
+    let tree = outcome.tree;
+    let label = agent.id;
+    let patience = crate::session::lock::timeout().max(std::time::Duration::from_secs(10));
+    project
+        .modify_within(patience, |s| {
+            // A session end seen twice, or a session already recorded without its start marker:
+            // record it once.
+            if marker.is_none()
+                && let Some(id) = session_id
+                && s.runs
+                    .iter()
+                    .any(|r| r.agent == label && r.agent_session_id.as_deref() == Some(id))
+            {
+                return Ok(());
+            }
+            run.checkpoint_after = ops::keeping_git_if_unknown(s, git_unknown, |s| {
+                ops::auto_checkpoint(s, format!("after {label} session"), tree.as_ref(), ended_at)
+            });
+            s.runs.push(run);
+            s.updated_at = ended_at;
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+    if let Some(path) = marker_file
+        && marker.is_some()
+    {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
