@@ -146,7 +146,7 @@ pub enum Command {
 pub const RUN_HELP: &str = "Flags for the agent go after its name: `pas-agent run codex --model o3` passes `--model o3` to\ncodex; pas-agent's own options go before the name. `--help` and `-h` there still show this help:\nwrite `pas-agent run codex -- --help` for the agent's own (everything after `--` is the agent's).\nCommands that start no session (`pas-agent run codex --version`) run straight, with no record.";
 
 /// One line per shell for its start-up file (`completions --help`, README.md).
-pub const COMPLETIONS_HELP: &str = "Add one line to your shell's start-up file:\n  bash        source <(pas-agent completions bash)                  (~/.bashrc)\n  zsh         source <(pas-agent completions zsh)                   (~/.zshrc, after compinit)\n  fish        pas-agent completions fish | source                   (~/.config/fish/config.fish)\n  PowerShell  pas-agent completions powershell | Out-String | Invoke-Expression   ($PROFILE)\n  elvish      eval (pas-agent completions elvish | slurp)           (~/.config/elvish/rc.elv)\nThe script calls pas-agent back (COMPLETE=<shell>) for each completion, so what it offers\nfollows the session of the directory you are in.";
+pub const COMPLETIONS_HELP: &str = "Add one line to your shell's start-up file:\n  bash        source <(pas-agent completions bash)                  (~/.bashrc)\n  zsh         source <(pas-agent completions zsh)                   (~/.zshrc, after compinit)\n  fish        pas-agent completions fish | source                   (~/.config/fish/config.fish)\n  PowerShell  pas-agent completions powershell | Out-String | Invoke-Expression   ($PROFILE)\n  elvish      eval (pas-agent completions elvish | slurp)           (~/.config/elvish/rc.elv)\nThe script calls pas-agent back (PAS_AGENT_COMPLETE=<shell>) for each completion, so what it offers\nfollows the session of the directory you are in.";
 
 /// A shell `completions` writes a script for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -165,7 +165,7 @@ pub enum CompletionShell {
 }
 
 impl CompletionShell {
-    /// The shell's name as clap_complete's dynamic completion knows it (`COMPLETE=<name>`).
+    /// The shell's name as clap_complete's dynamic completion knows it (`PAS_AGENT_COMPLETE=<name>`).
     pub fn name(self) -> &'static str {
         match self {
             CompletionShell::Bash => "bash",

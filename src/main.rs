@@ -7,10 +7,6 @@ use pas_agent::error::{Error, exit};
 use pas_agent::term;
 
 fn main() -> ExitCode {
-    // A completion script calling back (`COMPLETE=bash pas-agent -- …`): answer and exit.
-    if pas_agent::cmd::complete::complete_if_asked() {
-        return code(exit::OK);
-    }
     // The prompt hook's command, without building clap's parser (see `fast_prompt_args`).
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if let Some(prompt) = pas_agent::cli::fast_prompt_args(&args) {
@@ -19,6 +15,11 @@ fn main() -> ExitCode {
     // The agents' lifecycle hooks: never a usage error, which an agent may read as "block".
     if let Some(lifecycle) = pas_agent::cli::lifecycle_args(&args) {
         return outcome(pas_agent::cmd::dispatch(Command::Lifecycle(lifecycle)));
+    }
+    // A completion script calling back (`PAS_AGENT_COMPLETE=bash pas-agent -- …`), after
+    // the prompt and the lifecycle hooks, which nothing in the environment may divert: answer and exit.
+    if pas_agent::cmd::complete::complete_if_asked() {
+        return code(exit::OK);
     }
     let cli = match pas_agent::cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,

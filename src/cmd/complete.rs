@@ -1,7 +1,7 @@
 //! `pas-agent completions` and the dynamic completion behind it, and `pas-agent man`.
 //!
 //! Completion is clap_complete's dynamic completion (`unstable-dynamic`): the script that
-//! `completions <shell>` prints calls pas-agent back with `COMPLETE=<shell>` and the words
+//! `completions <shell>` prints calls pas-agent back with `PAS_AGENT_COMPLETE=<shell>` and the words
 //! typed so far, and [`complete_if_asked`] answers from the same clap definition that parses
 //! the command line, plus candidates read from the session in the current directory (agent
 //! names, checkpoint, run and item numbers). Commands added to `crate::cli` complete without
@@ -16,8 +16,11 @@ use crate::session::Project;
 use crate::session::model::{ListKind, Session};
 use crate::term::clean_line;
 
-/// The environment variable that asks for completions (clap_complete's default).
-pub const COMPLETE_ENV: &str = "COMPLETE";
+/// The environment variable that asks for completions. Not clap_complete's default
+/// `COMPLETE`: a name that generic is set in people's environments for other reasons, and it
+/// would turn every pas-agent call (the prompt segment, an agent's lifecycle hook) into a
+/// completion answer.
+pub const COMPLETE_ENV: &str = "PAS_AGENT_COMPLETE";
 
 /// The command line definition with the session-dependent completers attached: agent names
 /// for `run`'s AGENT, checkpoint numbers for `show`, item numbers for `remove`, `update
@@ -51,7 +54,7 @@ pub fn command_with_completers() -> clap::Command {
     })
 }
 
-/// Answers a completion request and returns `true` when `COMPLETE` is set (the shell's
+/// Answers a completion request and returns `true` when [`COMPLETE_ENV`] is set (the shell's
 /// completion script calling back); `false` otherwise, at the cost of one environment lookup.
 /// The answer is written to stdout by clap_complete; candidates read from the session are
 /// cleaned for the terminal first.
@@ -59,7 +62,9 @@ pub fn complete_if_asked() -> bool {
     if std::env::var_os(COMPLETE_ENV).is_none_or(|v| v.is_empty() || v == "0") {
         return false;
     }
-    clap_complete::CompleteEnv::with_factory(command_with_completers).complete();
+    clap_complete::CompleteEnv::with_factory(command_with_completers)
+        .var(COMPLETE_ENV)
+        .complete();
     true
 }
 

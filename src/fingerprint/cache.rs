@@ -64,15 +64,23 @@ impl Stat {
     }
 
     /// Whether a file with these times, read before `now`, could still change without its
-    /// times moving: either time is in `now`'s second or later.
+    /// times moving: either time is within [`RACY_SECONDS`] whole seconds of `now`'s second,
+    /// or later. The margin covers file systems that stamp with a coarse clock (Linux's lags
+    /// the one `now` reads by up to a jiffy, so a write just after a read can carry a time
+    /// before the read) and those with 2-second times (FAT, exFAT).
     fn racy(&self, now: std::time::SystemTime) -> bool {
         let Ok(now) = now.duration_since(std::time::UNIX_EPOCH) else {
             return true;
         };
         let second = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
-        self.2 >= second || self.4 >= second
+        let safe_before = second.saturating_sub(RACY_SECONDS);
+        self.2 >= safe_before || self.4 >= safe_before
     }
 }
+
+/// How many whole seconds before the current one a file's times must lie for its entry to be
+/// kept (see `Stat::racy`).
+const RACY_SECONDS: i64 = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Entry {
@@ -260,7 +268,10 @@ mod tests {
     fn racy_rule_uses_whole_seconds() {
         let now = SystemTime::UNIX_EPOCH + Duration::new(100, 500);
         let s = |m: i64, c: i64| Stat(0, 0, m, 999_999_999, c, 999_999_999, 0, 0);
-        assert!(!s(99, 99).racy(now));
+        assert!(!s(97, 97).racy(now));
+        // A coarse file-system clock, or 2-second times: the two seconds before are racy too.
+        assert!(s(98, 1).racy(now));
+        assert!(s(1, 99).racy(now));
         assert!(s(100, 1).racy(now));
         assert!(s(1, 100).racy(now));
         assert!(s(200, 1).racy(now));

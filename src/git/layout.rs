@@ -182,13 +182,12 @@ impl Layout {
     /// there, `None` when it cannot be read as git writes it.
     fn packed(&self, name: &str) -> Option<Option<String>> {
         let path = self.common_dir.join("packed-refs");
-        match std::fs::symlink_metadata(&path) {
-            Err(e) if absent(&e) => return Some(None),
+        // Bounded by what it leads to, not by a link's own length; never a device or a FIFO.
+        let bytes = match crate::fsutil::read_limited(&path, 1024 * 1024) {
+            Ok(None) => return Some(None),
+            Ok(Some(bytes)) => bytes,
             Err(_) => return None,
-            Ok(m) if m.len() > 1024 * 1024 => return None,
-            Ok(_) => {}
-        }
-        let bytes = std::fs::read(&path).ok()?;
+        };
         let text = std::str::from_utf8(&bytes).ok()?;
         for line in text.lines() {
             if line.starts_with('#') || line.starts_with('^') {
@@ -337,6 +336,29 @@ mod tests {
     fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
+    }
+
+    /// `packed-refs` is bounded by what it leads to: a short link to a large file is not read
+    /// (the caller defers to gix, which has its own limits), and a missing file is no error.
+    #[cfg(unix)]
+    #[test]
+    fn packed_refs_through_a_link_to_a_large_file_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout {
+            dot_git_file: None,
+            git_dir: dir.path().to_path_buf(),
+            common_dir: dir.path().to_path_buf(),
+            head_ref: Some("refs/heads/main".into()),
+        };
+        assert_eq!(layout.packed("refs/heads/main"), Some(None));
+        let big = dir.path().join("big");
+        let line = format!("{} refs/heads/main\n", "a".repeat(40));
+        write(&big, &line.repeat(40_000));
+        std::os::unix::fs::symlink(&big, dir.path().join("packed-refs")).unwrap();
+        assert_eq!(layout.packed("refs/heads/main"), None);
+        std::fs::remove_file(dir.path().join("packed-refs")).unwrap();
+        write(&dir.path().join("packed-refs"), &line);
+        assert_eq!(layout.packed("refs/heads/main"), Some(Some("a".repeat(40))));
     }
 
     /// `Layout::head` agrees with gix on real repositories (git makes them), or defers.

@@ -94,8 +94,11 @@ fn export(program: &Path, id: &str, cwd: &Path) -> Result<String, String> {
     let limit = crate::limits::TRANSCRIPT.bytes;
     let reader = std::thread::spawn(move || {
         let mut out = Vec::new();
-        if let Some(s) = stdout {
-            let _ = s.take(limit + 1).read_to_end(&mut out);
+        if let Some(mut s) = stdout {
+            let _ = (&mut s).take(limit + 1).read_to_end(&mut out);
+            // Past the limit, the rest is drained unread, so that a huge export ends at pipe
+            // speed (and is reported as too large) rather than blocking until the timeout.
+            let _ = std::io::copy(&mut s, &mut std::io::sink());
         }
         out
     });

@@ -104,7 +104,7 @@ fn completion_scripts_for_every_shell() {
     let sb = Sandbox::plain();
     for shell in ["bash", "zsh", "fish", "powershell", "elvish", "pwsh"] {
         let script = sb.ok(&["completions", shell]);
-        assert!(script.contains("COMPLETE"), "{shell}: {script}");
+        assert!(script.contains("PAS_AGENT_COMPLETE"), "{shell}: {script}");
         assert!(
             script.contains(&*bin().canonicalize().unwrap().to_string_lossy()),
             "{shell}: {script}"
@@ -125,7 +125,7 @@ fn man_pages_render_for_every_command() {
     // The commands, as the completion engine lists them.
     let out = sb
         .cmd()
-        .env("COMPLETE", "fish")
+        .env("PAS_AGENT_COMPLETE", "fish")
         .args(["--", "pas-agent", ""])
         .output()
         .unwrap();
@@ -559,12 +559,12 @@ fn slugs(text: &str) -> Vec<String> {
     out
 }
 
-/// What the completion engine offers (`COMPLETE=fish`, one `value<TAB>help` per line) for the
+/// What the completion engine offers (`PAS_AGENT_COMPLETE=fish`, one `value<TAB>help` per line) for the
 /// words after `pas-agent`.
 fn offered(sb: &Sandbox, words: &[&str]) -> Vec<(String, String)> {
     let out = sb
         .cmd()
-        .env("COMPLETE", "fish")
+        .env("PAS_AGENT_COMPLETE", "fish")
         .args(["--", "pas-agent"])
         .args(words)
         .output()
@@ -649,4 +649,39 @@ fn doctor_names_a_fix_that_clears_a_dead_registry_entry() {
             .any(|c| c["name"] == "dead runs"),
         "{json:#}"
     );
+}
+
+/// A generic `COMPLETE` in the environment (set for other tools) diverts neither the prompt
+/// segment nor an agent's lifecycle hook into answering completions: pas-agent's own variable
+/// is `PAS_AGENT_COMPLETE`.
+#[test]
+fn a_generic_complete_variable_diverts_nothing() {
+    let sb = Sandbox::with_session();
+    for value in ["1", "bash", "fish"] {
+        let out = sb
+            .cmd()
+            .env("COMPLETE", value)
+            .arg("prompt")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "COMPLETE={value}");
+        assert!(out.stderr.is_empty(), "COMPLETE={value}: {out:?}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("complete"));
+        let out = sb
+            .cmd()
+            .env("COMPLETE", value)
+            .args(["lifecycle", "claude", "stop"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "COMPLETE={value}: {out:?}");
+        assert!(out.stdout.is_empty(), "COMPLETE={value}: {out:?}");
+        let out = sb
+            .cmd()
+            .env("COMPLETE", value)
+            .arg("status")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "COMPLETE={value}: {out:?}");
+    }
 }

@@ -351,7 +351,8 @@ fn fingerprint_cache_cold_warm_and_stale_give_the_full_answer() {
     if let Some(f) = fingerprint_cache(&runtime) {
         std::fs::remove_file(f).unwrap();
     }
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // Past the racy margin (the two whole seconds before the current one, see the cache).
+    std::thread::sleep(std::time::Duration::from_millis(3100));
     let cold = status_three_ways(&sb, "cold cache");
     let file = fingerprint_cache(&runtime).expect("status writes the cache");
     let cached: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
@@ -413,7 +414,8 @@ fn fingerprint_cache_cold_warm_and_stale_give_the_full_answer() {
     status_three_ways(&sb, "file changed in the second of the cache write");
 
     // A checkpoint of a warm cache records what the full computation sees.
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // Past the racy margin (the two whole seconds before the current one, see the cache).
+    std::thread::sleep(std::time::Duration::from_millis(3100));
     sb.ok(&["status"]);
     let warm = status_three_ways(&sb, "warm again");
     sb.ok(&["checkpoint", "warm"]);
