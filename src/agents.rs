@@ -1001,7 +1001,8 @@ impl ExportAgent {
         self.reads_first
             .iter()
             .map(|f| root.join(f))
-            .find(|p| p.symlink_metadata().is_ok())
+            // A directory of that name (Cline's `.clinerules/`) is not the file Zed reads.
+            .find(|p| p.metadata().is_ok_and(|m| m.is_file()))
             .unwrap_or_else(|| root.join(self.agent.context_file))
     }
 }

@@ -185,6 +185,21 @@ fn compare_tree(cp: &Checkpoint, now: &WorkTree, repo: Option<&Repo>, stale: &mu
         .collect();
 }
 
+/// Whether `path` is a rules file pas-agent owns whole (`.cursor/rules/pas-agent.mdc`, …)
+/// and the text outside its block is exactly the front matter export writes there: a file
+/// that only an export made, which is not work.
+fn owned_front_matter_only(path: &str, outside: &str) -> bool {
+    crate::agents::export_agents().iter().any(|a| {
+        matches!(a.layout, crate::agents::Layout::Owned { front_matter }
+            if a.agent.context_file == path
+                && fingerprint::outside_block_any(
+                    crate::export::owned_file(front_matter, "").as_bytes()
+                )
+                .as_deref()
+                    == Some(outside))
+    })
+}
+
 fn differs(now: &FileState, old: Option<&FileState>, cp: &Checkpoint, repo: Option<&Repo>) -> bool {
     if let Some(outside_now) = &now.fingerprint_outside_block {
         // The file holds a block: compare what a person wrote, not what export generated.
@@ -204,6 +219,7 @@ fn differs(now: &FileState, old: Option<&FileState>, cp: &Checkpoint, repo: Opti
                     .and_then(|c| repo?.blob_at(c, &now.path))
                     .unwrap_or_default();
                 fingerprint::outside_block_any(&then).as_ref() != Some(outside_now)
+                    && !(then.is_empty() && owned_front_matter_only(&now.path, outside_now))
             }
         };
     }

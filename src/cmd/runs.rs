@@ -322,7 +322,17 @@ fn one(
 
 /// The agent's own words of a run ([`crate::transcript`]), cleaned for the terminal.
 fn words(out: &mut String, r: &Run) {
+    // Runs recorded by an agent's lifecycle hooks (`pas-agent integrate`) say so, and carry
+    // the last message of the agent's stop event.
+    let hook = |key: &str| r.extra.get(key).and_then(|v| v.as_str());
+    if let Some(by) = hook("recorded_by") {
+        let _ = writeln!(out, "\nRecorded by: {}", clean_line(by));
+    }
+    let from_hook = hook("last_message").filter(|m| !m.trim().is_empty());
     let Some(t) = &r.transcript else {
+        if let Some(message) = from_hook {
+            let _ = writeln!(out, "\nLast answer:\n{}", indent(message));
+        }
         return;
     };
     out.push('\n');
@@ -361,6 +371,12 @@ fn words(out: &mut String, r: &Run) {
         let cut = if t.answer_truncated { " (cut)" } else { "" };
         let _ = writeln!(out, "\nLast answer{cut}:");
         let _ = writeln!(out, "{}", indent(answer));
+    } else if let Some(message) = from_hook {
+        let _ = writeln!(
+            out,
+            "\nLast answer (from the agent's stop event):\n{}",
+            indent(message)
+        );
     }
 }
 

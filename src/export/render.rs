@@ -327,13 +327,23 @@ win.\n\n",
 /// answer, each at most `budget` characters (prompts a quarter of that), escaped; or why they
 /// are missing. Nothing when `budget` is 0.
 fn run_words(out: &mut String, run: &Run, budget: usize) {
-    let Some(t) = run.transcript.as_ref().filter(|_| budget > 0) else {
+    if budget == 0 {
         return;
-    };
-    if let Some(first) = t.prompts.first() {
+    }
+    let t = run.transcript.as_ref();
+    // A run recorded by an agent's lifecycle hooks also carries the last message the agent's
+    // stop event gave (`last_message`): the answer when the transcript has none.
+    let from_hook = run.extra.get("last_message").and_then(|v| v.as_str());
+    if t.is_none() && from_hook.is_none() {
+        return;
+    }
+    if let Some(first) = t.and_then(|t| t.prompts.first()) {
         let _ = writeln!(out, "  - Asked: {}", inline(&excerpt(first, budget / 4)));
     }
-    match (&t.last_answer, &t.missing) {
+    let answer = t
+        .and_then(|t| t.last_answer.as_deref())
+        .or(from_hook.filter(|a| !a.trim().is_empty()));
+    match (answer, t.and_then(|t| t.missing.as_ref())) {
         (Some(answer), _) => {
             let _ = writeln!(out, "  - Answered: {}", inline(&excerpt(answer, budget)));
         }

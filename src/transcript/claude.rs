@@ -73,6 +73,12 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
             return;
         }
         let message = &v["message"];
+        // Claude Code writes its own errors ("Not logged in · Please run /login", an API
+        // failure) as assistant entries with `isApiErrorMessage` and the model `<synthetic>`.
+        if kind != "user" && (v["isApiErrorMessage"] == true || message["model"] == "<synthetic>") {
+            c.error(&text_of(&message["content"], &["text"]));
+            return;
+        }
         if kind == "user" {
             last_message = None;
             let content = &message["content"];
@@ -117,6 +123,36 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
 mod tests {
     use super::*;
     use serde_json::Value;
+
+    /// Claude Code's own error entries are why the answer is missing, never the answer.
+    #[test]
+    fn an_api_error_entry_is_not_the_answer() {
+        let f = Path::new("/s.jsonl");
+        let error = serde_json::json!({"type": "assistant", "timestamp": "2026-01-02T00:00:02Z",
+            "isApiErrorMessage": true,
+            "message": {"role": "assistant", "id": "e", "model": "<synthetic>",
+                        "content": [{"type": "text", "text": "Not logged in · Please run /login"}]}});
+        let text = [
+            line(
+                "user",
+                "2026-01-02T00:00:01Z",
+                serde_json::json!("Port the job"),
+                serde_json::json!({}),
+            ),
+            error.to_string(),
+        ]
+        .join("\n");
+        let t = parse(&text, "2026-01-01T00:00:00Z".parse().unwrap()).finish(f);
+        assert_eq!(t.prompts, ["Port the job"]);
+        assert_eq!(t.last_answer, None);
+        assert!(
+            t.missing
+                .as_deref()
+                .is_some_and(|m| m.contains("Not logged in")),
+            "{t:?}"
+        );
+        assert_eq!(t.model, None);
+    }
 
     fn line(kind: &str, t: &str, content: Value, extra: Value) -> String {
         let mut v = serde_json::json!({"type": kind, "timestamp": t,

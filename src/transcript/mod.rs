@@ -215,6 +215,9 @@ pub(crate) struct Collector {
     answer: Option<String>,
     model: Option<String>,
     tokens: Tokens,
+    /// The latest error the agent showed in place of an answer (Claude Code's "Not logged in"
+    /// or an API failure), when no answer came after it.
+    error: Option<String>,
     /// Lines or entries that could not be read.
     pub damaged: usize,
 }
@@ -248,6 +251,15 @@ impl Collector {
             end -= 1;
         }
         self.answer = Some(text[..end].to_string());
+        self.error = None;
+    }
+
+    /// An error the agent showed where an answer would be (not the model's words): kept as
+    /// why the answer is missing, never as the answer.
+    pub fn error(&mut self, text: &str) {
+        if !text.trim().is_empty() {
+            self.error = Some(cut(text, 300).0);
+        }
     }
 
     /// The model named by an entry of the run.
@@ -308,6 +320,13 @@ impl Collector {
                 if n == 1 { "y" } else { "ies" },
                 source.display()
             )),
+        };
+        let damaged = match (self.error, damaged) {
+            (Some(e), Some(d)) => Some(format!(
+                "the agent ended with an error of its own: {e} ({d})"
+            )),
+            (Some(e), None) => Some(format!("the agent ended with an error of its own: {e}")),
+            (None, d) => d,
         };
         if !t.has_words() {
             let why = "the session holds no prompt or answer after the run started";

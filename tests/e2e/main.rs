@@ -26,4 +26,5 @@ mod safety_limits;
 mod safety_text;
 mod store;
 mod teams;
+mod trial;
 mod words;

@@ -374,3 +374,37 @@ fn the_update_commands_in_the_block_run_as_written_and_change_the_record() {
         .collect();
     assert_eq!(flags, ["--completed", "--discovery", "--next"]);
 }
+
+/// A run recorded by Claude Code's lifecycle hooks whose transcript cannot be found still
+/// hands off the last message the stop event gave: in `runs N` and in the next agent's block.
+#[test]
+fn a_run_recorded_by_the_hooks_hands_off_its_stop_message() {
+    let sb = session();
+    let id = "5a4b3c2d-1111-4222-8333-444455556666";
+    let cwd = sb.work.to_string_lossy().into_owned();
+    for (event, extra) in [
+        ("session-start", ""),
+        ("stop", r#","last_assistant_message":"I made g.txt""#),
+        ("session-end", r#","transcript_path":"/nonexistent.jsonl""#),
+    ] {
+        let payload = format!(r#"{{"session_id":"{id}","cwd":"{cwd}"{extra}}}"#);
+        let mut child = sb
+            .cmd()
+            .args(["lifecycle", "claude", event])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let _ = child.stdin.take().unwrap().write_all(payload.as_bytes());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
+    }
+    assert_eq!(runs(&sb).len(), 1);
+    let shown = sb.ok(&["runs", "1"]);
+    assert!(shown.contains("I made g.txt"), "{shown}");
+    assert!(shown.contains("Recorded by"), "{shown}");
+    let block = sb.ok(&["export", "--to", "codex", "-o", "-"]);
+    assert!(block.contains("Answered: I made g.txt"), "{block}");
+}
