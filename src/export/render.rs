@@ -134,13 +134,35 @@ pub fn render_within(
     stale: Option<&Stale>,
     limit: Option<ReadLimit>,
 ) -> String {
-    let budgets = [WORDS_CHARS, WORDS_CHARS / 4, 0];
     let mut out = String::new();
-    for budget in budgets {
+    for budget in BUDGETS {
         out = render_words(session, git, stale, budget);
         match limit {
             Some(l) if l.measure(out.as_bytes()) > l.amount => continue,
             _ => break,
+        }
+    }
+    out
+}
+
+/// The words budgets [`render_within`] tries, largest first.
+const BUDGETS: [usize; 3] = [WORDS_CHARS, WORDS_CHARS / 4, 0];
+
+/// Every rendering of `session` without the live sections (`git` and `stale` `None`) that
+/// [`render_within`] could have chosen the words budget of when they were there: the live
+/// sections only add to the length, so the budget chosen with them is the one chosen without
+/// them or a smaller one. One rendering when there is no `limit`. For `export --check`, which
+/// cannot know what the live sections were at the export.
+pub fn renderings_within(session: &Session, limit: Option<ReadLimit>) -> Vec<String> {
+    let mut out = Vec::new();
+    for budget in BUDGETS {
+        let text = render_words(session, None, None, budget);
+        let fits = limit.is_none_or(|l| l.measure(text.as_bytes()) <= l.amount);
+        if fits || !out.is_empty() || budget == 0 {
+            out.push(text);
+        }
+        if limit.is_none() {
+            break;
         }
     }
     out
