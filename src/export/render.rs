@@ -597,6 +597,42 @@ mod tests {
         assert!(!none.contains("Answered") && none.contains("## Recent Agent Runs"));
     }
 
+    /// `--check` accepts what export could have chosen with the live sections in the block:
+    /// the budget that fits without them, and every smaller one; without a limit, the full one.
+    #[test]
+    fn the_renderings_check_accepts_are_the_budgets_export_could_choose() {
+        let session = handoff_session(&"word ".repeat(5000));
+        let full = render(&session, None, None);
+        assert_eq!(renderings_within(&session, None), [full.clone()]);
+        let limit = |amount| crate::agents::ReadLimit {
+            amount,
+            unit: crate::agents::LimitUnit::Chars,
+        };
+        let n = full.chars().count();
+        let all = renderings_within(&session, Some(limit(n)));
+        assert_eq!(all.len(), 3);
+        assert_eq!(all[0], full);
+        let git = GitRef {
+            branch: Some("main".into()),
+            commit: Some("0123456789abcdef".into()),
+            dirty: true,
+            extra: Default::default(),
+        };
+        // With the live sections the full words no longer fit: export picks a smaller budget,
+        // which check accepts.
+        let with_git = render_within(&session, Some(&git), None, Some(limit(n)));
+        assert_ne!(with_git, render(&session, Some(&git), None));
+        let without_git = super::super::session_part(&with_git);
+        assert!(
+            all.iter()
+                .any(|r| super::super::session_part(r) == without_git)
+        );
+        assert_eq!(
+            renderings_within(&session, Some(limit(100))),
+            [render_within(&session, None, None, Some(limit(100)))]
+        );
+    }
+
     /// Strings that try every trick: escapes, fences, markers, imports, front matter, bidi.
     fn hostile() -> impl Strategy<Value = String> {
         proptest::collection::vec(
