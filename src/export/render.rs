@@ -603,7 +603,10 @@ mod tests {
     fn the_renderings_check_accepts_are_the_budgets_export_could_choose() {
         let session = handoff_session(&"word ".repeat(5000));
         let full = render(&session, None, None);
-        assert_eq!(renderings_within(&session, None), [full.clone()]);
+        assert_eq!(
+            renderings_within(&session, None),
+            std::slice::from_ref(&full)
+        );
         let limit = |amount| crate::agents::ReadLimit {
             amount,
             unit: crate::agents::LimitUnit::Chars,
