@@ -74,8 +74,9 @@ impl Target {
     }
 
     /// The target for an agent of `export --to`: its file at the project root (for an agent
-    /// that reads the first of several files, the first that exists), or `output`; written in
-    /// the agent's layout.
+    /// that reads the first of several files, the first that exists), or `output`. Its own
+    /// file is written in the agent's layout; any other file named with `-o` is the user's and
+    /// gets a block ([`Layout::Block`]), whatever the agent's layout.
     pub fn for_agent(
         project: &Project,
         agent: &ExportAgent,
@@ -83,9 +84,11 @@ impl Target {
         cwd: &Path,
     ) -> Target {
         let mut target = Target::new(project, agent.agent, output, cwd);
-        target.layout = agent.layout;
         if output.is_none() {
             target.path = agent.file(&project.root);
+        }
+        if target.at_default {
+            target.layout = agent.layout;
         }
         target
     }
@@ -479,9 +482,20 @@ pub fn owned_file(front_matter: &str, content: &str) -> String {
     format!("{front_matter}{}", block::make_block(content, "\n"))
 }
 
-/// Writes a file pas-agent owns entirely: front matter and block, replacing what was there
-/// when that holds a pas-agent block (or `force`); a file of the same name without one is
-/// someone else's and is left alone.
+/// Whether the text outside the block (`text[..start]` and `text[end..]`, `text` without a
+/// byte order mark) is exactly what pas-agent writes around it in an owned file: the front
+/// matter, give or take whitespace and line endings, and nothing else. Only then is the file
+/// pas-agent's to replace whole or delete; any other text in it is someone's and is kept.
+fn only_ours_around(text: &[u8], start: usize, end: usize, front_matter: &str) -> bool {
+    let before = String::from_utf8_lossy(&text[..start]).replace("\r\n", "\n");
+    before.trim() == front_matter.trim() && text[end..].trim_ascii().is_empty()
+}
+
+/// Writes a file pas-agent owns: front matter and block, replacing the whole file when it
+/// holds nothing else (or `force`); when it holds text pas-agent did not write (a rule the
+/// user added, a front matter they changed), only the block is replaced, as in a
+/// [`Layout::Block`] file. A file of the same name without a block is someone else's and is
+/// left alone.
 fn write_owned(
     target: &Target,
     guard: &WriteGuard,
@@ -493,14 +507,16 @@ fn write_owned(
 ) -> Result<Report> {
     let unsafe_ = |problem: String| unsafe_at(target, problem);
     let refused = |e: WriteError| refusal(target, e);
+    let mut keep_text = false;
     if !force && let Some(bytes) = &existing {
         block::check_text(bytes).map_err(|r| unsafe_(format!("{r}; nothing was written")))?;
-        match block::scan(
-            bytes
-                .strip_prefix(b"\xEF\xBB\xBF".as_slice())
-                .unwrap_or(bytes),
-        ) {
-            block::Scan::Block { .. } => {}
+        let text = bytes
+            .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+            .unwrap_or(bytes);
+        match block::scan(text) {
+            block::Scan::Block { start, end } => {
+                keep_text = !only_ours_around(text, start, end, front_matter);
+            }
             block::Scan::NoBlock => {
                 return Err(unsafe_(format!(
                     "it holds no pas-agent block, so pas-agent did not write it and will not replace it; nothing was written\n  hint: rename it, or replace it with the block: `pas-agent export --to {} --force`",
@@ -515,7 +531,17 @@ fn write_owned(
             }
         }
     }
-    let bytes = owned_file(front_matter, content).into_bytes();
+    let (bytes, outcome) = if keep_text {
+        block::splice(existing.as_deref(), content, false, Place::End)
+            .map_err(|reason| unsafe_(format!("{reason}; nothing was written")))?
+    } else {
+        let outcome = match (&existing, force) {
+            (None, _) => Outcome::Created,
+            (Some(_), true) => Outcome::Overwritten,
+            (Some(_), false) => Outcome::Updated,
+        };
+        (owned_file(front_matter, content).into_bytes(), outcome)
+    };
     crate::limits::CONTEXT_FILE
         .check_write(bytes.len())
         .map_err(unsafe_)?;
@@ -535,16 +561,12 @@ fn write_owned(
     let limit = target.agent.read_limit;
     Ok(Report {
         target: target.clone(),
-        outcome: match (&existing, force) {
-            (None, _) => Outcome::Created,
-            (Some(_), true) => Outcome::Overwritten,
-            (Some(_), false) => Outcome::Updated,
-        },
+        outcome,
         stale,
         limit: limit.map(|l| LimitReport {
             limit: l,
             file: l.measure(&bytes),
-            block_end: l.measure(&bytes),
+            block_end: l.measure(&bytes[..block::block_end(&bytes).unwrap_or(bytes.len())]),
         }),
         via_import: None,
         also: Vec::new(),
@@ -586,8 +608,10 @@ pub enum Checked {
     Current,
     /// There is no file, or no block in it.
     Missing(String),
-    /// The block (or, in a file pas-agent owns, the front matter or text around the block)
-    /// differs from what `export` would write now.
+    /// The block differs from what `export` would write now; or the file is one pas-agent
+    /// owns and replaces whole (nothing but its front matter around the block), and it is
+    /// not byte for byte what `export` would write (the front matter's spacing, a byte order
+    /// mark, blank lines after the block).
     Outdated,
 }
 
@@ -615,12 +639,22 @@ pub fn check(session: &crate::session::Session, target: &Target) -> Result<Check
             )));
         }
     };
-    let expected = render::render_within(session, None, None, target.agent.read_limit);
-    let found = String::from_utf8_lossy(&text[start..end]);
-    if session_part(&found) != session_part(&expected) {
+    // Export chose how much of the runs' words fit the agent's read limit with the live
+    // sections in the block; without them here, any budget from the one that fits now down
+    // could be the one it chose.
+    let found = session_part(&String::from_utf8_lossy(&text[start..end]));
+    if !render::renderings_within(session, target.agent.read_limit)
+        .iter()
+        .any(|expected| session_part(expected) == found)
+    {
         return Ok(Checked::Outdated);
     }
-    if let Layout::Owned { front_matter } = target.layout {
+    // A file pas-agent owns is rewritten whole, and so must be exactly what export writes;
+    // one that holds text of the user's keeps it, and only its block counts (as export
+    // replaces only the block).
+    if let Layout::Owned { front_matter } = target.layout
+        && only_ours_around(text, start, end, front_matter)
+    {
         let before = String::from_utf8_lossy(&text[..start]).replace("\r\n", "\n");
         let after = &text[end..];
         if before != front_matter || !after.trim_ascii().is_empty() || text.len() != bytes.len() {
@@ -635,7 +669,8 @@ pub fn check(session: &crate::session::Session, target: &Target) -> Result<Check
 pub enum Removed {
     /// The block was taken out; the rest of the file is as it was.
     Block,
-    /// The file held nothing but the block (or was pas-agent's own file): it was deleted.
+    /// The file held nothing but the block (in a file pas-agent owns, the block and its
+    /// front matter): it was deleted.
     File,
     /// There was no file, or no block in it: nothing changed.
     Nothing,
@@ -645,7 +680,8 @@ pub enum Removed {
 /// as it was (byte order mark, line endings, the text before and after, and so the blank line
 /// `export` put between the block and the text when it added the block, which cannot be told
 /// from one that was there before). A file left empty (or holding only a byte order mark),
-/// and a file pas-agent owns, is deleted.
+/// and a file pas-agent owns that holds nothing but its front matter and the block, is
+/// deleted; text the user added to an owned file stays, with its front matter.
 ///
 /// Errors: as [`write`]: the guard refuses the path, the file cannot be read or written, is not
 /// UTF-8 text, or its markers do not form one block (nothing is changed).
@@ -673,7 +709,10 @@ pub fn remove(project: &Project, target: &Target) -> Result<Removed> {
         }
     };
     let (before, after) = (&text[..start], &text[end..]);
-    let owned = matches!(target.layout, Layout::Owned { .. });
+    let owned = match target.layout {
+        Layout::Owned { front_matter } => only_ours_around(text, start, end, front_matter),
+        Layout::Block => false,
+    };
     if owned || (before.is_empty() && after.is_empty()) {
         guard
             .remove(&target.path, target.named)

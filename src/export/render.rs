@@ -134,13 +134,35 @@ pub fn render_within(
     stale: Option<&Stale>,
     limit: Option<ReadLimit>,
 ) -> String {
-    let budgets = [WORDS_CHARS, WORDS_CHARS / 4, 0];
     let mut out = String::new();
-    for budget in budgets {
+    for budget in BUDGETS {
         out = render_words(session, git, stale, budget);
         match limit {
             Some(l) if l.measure(out.as_bytes()) > l.amount => continue,
             _ => break,
+        }
+    }
+    out
+}
+
+/// The words budgets [`render_within`] tries, largest first.
+const BUDGETS: [usize; 3] = [WORDS_CHARS, WORDS_CHARS / 4, 0];
+
+/// Every rendering of `session` without the live sections (`git` and `stale` `None`) that
+/// [`render_within`] could have chosen the words budget of when they were there: the live
+/// sections only add to the length, so the budget chosen with them is the one chosen without
+/// them or a smaller one. One rendering when there is no `limit`. For `export --check`, which
+/// cannot know what the live sections were at the export.
+pub fn renderings_within(session: &Session, limit: Option<ReadLimit>) -> Vec<String> {
+    let mut out = Vec::new();
+    for budget in BUDGETS {
+        let text = render_words(session, None, None, budget);
+        let fits = limit.is_none_or(|l| l.measure(text.as_bytes()) <= l.amount);
+        if fits || !out.is_empty() || budget == 0 {
+            out.push(text);
+        }
+        if limit.is_none() {
+            break;
         }
     }
     out
@@ -583,6 +605,45 @@ mod tests {
         assert!(shorter.contains("Answered"));
         let none = render_within(&session, None, None, Some(limit(100)));
         assert!(!none.contains("Answered") && none.contains("## Recent Agent Runs"));
+    }
+
+    /// `--check` accepts what export could have chosen with the live sections in the block:
+    /// the budget that fits without them, and every smaller one; without a limit, the full one.
+    #[test]
+    fn the_renderings_check_accepts_are_the_budgets_export_could_choose() {
+        let session = handoff_session(&"word ".repeat(5000));
+        let full = render(&session, None, None);
+        assert_eq!(
+            renderings_within(&session, None),
+            std::slice::from_ref(&full)
+        );
+        let limit = |amount| crate::agents::ReadLimit {
+            amount,
+            unit: crate::agents::LimitUnit::Chars,
+        };
+        let n = full.chars().count();
+        let all = renderings_within(&session, Some(limit(n)));
+        assert_eq!(all.len(), 3);
+        assert_eq!(all[0], full);
+        let git = GitRef {
+            branch: Some("main".into()),
+            commit: Some("0123456789abcdef".into()),
+            dirty: true,
+            extra: Default::default(),
+        };
+        // With the live sections the full words no longer fit: export picks a smaller budget,
+        // which check accepts.
+        let with_git = render_within(&session, Some(&git), None, Some(limit(n)));
+        assert_ne!(with_git, render(&session, Some(&git), None));
+        let without_git = super::super::session_part(&with_git);
+        assert!(
+            all.iter()
+                .any(|r| super::super::session_part(r) == without_git)
+        );
+        assert_eq!(
+            renderings_within(&session, Some(limit(100))),
+            [render_within(&session, None, None, Some(limit(100)))]
+        );
     }
 
     /// Strings that try every trick: escapes, fences, markers, imports, front matter, bidi.

@@ -298,18 +298,36 @@ fn check_and_remove_keep_crlf_a_bom_and_the_text_around_the_block_byte_for_byte(
     assert_eq!(sb.read("CLAUDE.md"), format!("{START}\nno end\n"));
 }
 
+/// `--check` asks for an export exactly when the export would change the file: a file
+/// pas-agent owns that holds nothing but its front matter and the block is rewritten whole, so
+/// a byte out of place there is out of date; a front matter the user changed is theirs, kept by
+/// the export, and does not make the file out of date.
 #[test]
-fn check_sees_a_changed_front_matter_in_an_owned_file() {
+fn check_agrees_with_export_about_the_text_around_an_owned_block() {
     let sb = Sandbox::with_session();
+    let check = |code: i32| {
+        let out = sb.run(&["export", "--to", "windsurf", "--check"]);
+        assert_eq!(out.status.code(), Some(code), "{}", stdout(&out));
+        stdout(&out)
+    };
     sb.ok(&["export", "--to", "windsurf"]);
-    let ok = sb.run(&["export", "--to", "windsurf", "--check"]);
-    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    check(0);
     let path = ".windsurf/rules/pas-agent.md";
-    let text = sb.read(path).replace("always_on", "manual");
-    sb.write(path, text);
-    let out = sb.run(&["export", "--to", "windsurf", "--check"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("out of date"), "{}", stdout(&out));
+    let exported = sb.read(path);
+    sb.write(path, format!("\u{feff}{exported}\n\n"));
+    assert!(check(1).contains("out of date"));
+    sb.ok(&["export", "--to", "windsurf"]);
+    let own = |front: &str| {
+        let text = sb.read(path);
+        assert!(text.starts_with(&format!("{front}{START}\n")), "{text}");
+        assert!(text.ends_with(&format!("{END}\n")), "{text}");
+    };
+    own("---\ntrigger: always_on\n---\n");
+    check(0);
+    sb.write(path, exported.replace("always_on", "manual"));
+    check(0);
+    sb.ok(&["export", "--to", "windsurf"]);
+    own("---\ntrigger: manual\n---\n");
 }
 
 #[test]
@@ -381,4 +399,137 @@ fn all_exports_to_every_agent_in_use_and_no_other() {
     sb.fails(&["export", "--all", "--to", "claude"], 2);
     sb.fails(&["export", "--all", "-o", "x.md"], 2);
     sb.fails(&["export", "--to", "claude", "-o", "-", "--check"], 2);
+}
+
+// ---- A rules file pas-agent owns never loses text it did not write ----
+
+#[test]
+fn an_owned_file_with_text_of_the_users_keeps_it_on_export_check_and_remove() {
+    let sb = Sandbox::with_session();
+    let path = ".cursor/rules/pas-agent.mdc";
+    sb.ok(&["export", "--to", "cursor-rules"]);
+    // The user appends a rule of their own after the block.
+    let mine = "\n## My own rule\n\nAlways run the tests.\n";
+    let with_mine = format!("{}{mine}", sb.read(path));
+    sb.write(path, &with_mine);
+    sb.ok(&["update", "--completed", "Wrote the parser"]);
+    let out = sb.ok(&["export", "--to", "cursor-rules"]);
+    assert!(out.contains("Updated the pas-agent block"), "{out}");
+    let text = sb.read(path);
+    assert!(text.contains("Wrote the parser"), "{text}");
+    assert!(text.ends_with(mine), "{text}");
+    assert_eq!(
+        without_block(text.as_bytes()),
+        without_block(with_mine.as_bytes())
+    );
+    // --check agrees with what export wrote.
+    let check = sb.run(&["export", "--to", "cursor-rules", "--check"]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
+    // --remove takes the block out and keeps the rest.
+    let out = sb.ok(&["export", "--to", "cursor-rules", "--remove"]);
+    assert!(out.contains("Took the pas-agent block out"), "{out}");
+    assert_eq!(sb.bytes(path), without_block(with_mine.as_bytes()));
+
+    // Text before the block (the user's own front matter) is kept too.
+    let path = ".windsurf/rules/pas-agent.md";
+    sb.ok(&["export", "--to", "windsurf"]);
+    let edited = sb.read(path).replace("always_on", "manual");
+    sb.write(path, &edited);
+    sb.ok(&["update", "--completed", "Wrote the lexer"]);
+    sb.ok(&["export", "--to", "windsurf"]);
+    let text = sb.read(path);
+    assert!(text.starts_with("---\ntrigger: manual\n---\n"), "{text}");
+    assert!(text.contains("Wrote the lexer"), "{text}");
+    sb.ok(&["export", "--to", "windsurf", "--remove"]);
+    assert_eq!(sb.read(path), "---\ntrigger: manual\n---\n");
+}
+
+#[test]
+fn export_with_o_writes_a_block_among_the_users_text_for_every_agent() {
+    let sb = Sandbox::with_session();
+    sb.write("NOTES.md", "# My notes\n\nKeep these.\n");
+    sb.ok(&["export", "--to", "claude", "-o", "NOTES.md"]);
+    let mut notes = sb.read("NOTES.md");
+    notes.push_str("\n## Later\n\nAnd these.\n");
+    sb.write("NOTES.md", &notes);
+    sb.ok(&["update", "--completed", "Wrote the parser"]);
+    let out = sb.ok(&["export", "--to", "cursor-rules", "-o", "NOTES.md"]);
+    assert!(
+        out.contains("Updated the pas-agent block in NOTES.md"),
+        "{out}"
+    );
+    let text = sb.read("NOTES.md");
+    assert!(text.starts_with("# My notes\n\nKeep these.\n\n"), "{text}");
+    assert!(text.ends_with("\n## Later\n\nAnd these.\n"), "{text}");
+    assert!(text.contains("Wrote the parser"), "{text}");
+    assert_eq!(
+        without_block(text.as_bytes()),
+        without_block(notes.as_bytes())
+    );
+    let check = sb.run(&[
+        "export",
+        "--to",
+        "cursor-rules",
+        "-o",
+        "NOTES.md",
+        "--check",
+    ]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
+    sb.ok(&["export", "--to", "windsurf", "-o", "NOTES.md", "--remove"]);
+    assert_eq!(sb.bytes("NOTES.md"), without_block(notes.as_bytes()));
+    // A new file named with -o holds the block alone, without any agent's front matter.
+    sb.ok(&["export", "--to", "windsurf", "-o", "other.md"]);
+    assert!(sb.read("other.md").starts_with(START));
+}
+
+// ---- `--check` agrees with `export` for an agent that reads only the start of its file ----
+
+#[test]
+fn check_is_current_right_after_export_for_an_agent_with_a_read_limit() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["checkpoint", "Started"]);
+    // 30 changed files: the live "Changed Since Last Checkpoint" section lists them.
+    for i in 0..30 {
+        sb.write(&format!("src/module_{i:02}.rs"), "fn main() {}\n");
+    }
+    let t = "2026-11-30T10:00:00Z";
+    let answer = "I ported the job and checked every invoice by hand. ".repeat(20);
+    let runs: Vec<serde_json::Value> = (1..=5)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("00000000-0000-4000-8000-00000000000{i}"), "agent": "claude-code",
+                "argv": ["claude"], "cwd": "/w", "state": "finished", "started_at": t,
+                "duration_ms": 65000, "exit_code": 0,
+                "transcript": { "prompts": [format!("Port invoice job number {i} please")],
+                                "last_answer": answer, "model": "claude-x" }
+            })
+        })
+        .collect();
+    // One item more at a time, until the words shrink to fit Windsurf's 12,000 characters:
+    // near that point the live sections alone decide whether the full words fit, and the
+    // block must check as current on either side of it.
+    let mut outdated = Vec::new();
+    let mut longest = 0;
+    let mut shrank = None;
+    for remaining in 60..400 {
+        let mut s = sb.session();
+        s["task"]["remaining"] = (0..remaining)
+            .map(|i| format!("Port the invoice job of region {i} to the new ledger"))
+            .collect();
+        s["runs"] = serde_json::Value::Array(runs.clone());
+        sb.write(".pas-agent/session.json", s.to_string());
+        sb.ok(&["export", "--to", "windsurf"]);
+        let check = sb.run(&["export", "--to", "windsurf", "--check"]);
+        if check.status.code() != Some(0) {
+            outdated.push((remaining, stdout(&check)));
+        }
+        let len = sb.read(".windsurf/rules/pas-agent.md").len();
+        if len < longest {
+            shrank = Some(remaining);
+            break;
+        }
+        longest = len;
+    }
+    assert!(shrank.is_some(), "the words never had to shrink");
+    assert!(outdated.is_empty(), "{outdated:?}");
 }
