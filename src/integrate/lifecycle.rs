@@ -239,9 +239,7 @@ fn remove_marker(project: &Project, path: &Path) -> Result<(), String> {
     let guard = WriteGuard::new(&project.root).map_err(|e| e.to_string())?;
     match guard.remove(path, Named::ByUs) {
         Ok(()) => Ok(()),
-        Err(crate::fsutil::WriteError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-            Ok(())
-        }
+        Err(crate::fsutil::WriteError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(format!("{}: {e}", path.display())),
     }
 }

@@ -722,3 +722,49 @@ fn a_session_whose_start_was_not_seen_is_recorded_once_whatever_comes_after() {
     let markers = walk(&sb.path(".pas-agent/runs/hooks"));
     assert!(markers.is_empty(), "{markers:?}");
 }
+
+#[test]
+fn a_key_twice_or_a_hook_shape_not_understood_is_refused_and_inline_codex_handlers_are_found() {
+    let sb = session();
+    let cases = [
+        (
+            "claude",
+            ".claude/settings.json",
+            "{\"hooks\": {}, \"model\": \"x\", \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"pas-agent lifecycle claude stop\"}]}]}}\n",
+            "more than once",
+        ),
+        (
+            "gemini",
+            ".gemini/settings.json",
+            "{\"hooks\": {\"AfterAgent\": [{\"hooks\": {\"type\": \"command\", \"command\": \"pas-agent lifecycle gemini stop\"}}]}}\n",
+            "is not a list",
+        ),
+        (
+            "codex",
+            ".codex/config.toml",
+            "[[hooks.Stop]]\nhooks = { type = \"command\", command = \"pas-agent lifecycle codex stop\" }\n",
+            "hooks.Stop[0]",
+        ),
+    ];
+    for (agent, file, bad, why) in cases {
+        sb.write(file, bad);
+        for extra in [&[][..], &["--remove"][..]] {
+            let mut args = vec!["integrate", agent];
+            args.extend_from_slice(extra);
+            let err = sb.fails(&args, 6);
+            assert!(err.contains(why), "{agent} {extra:?}: {err}");
+            assert!(err.contains("left unchanged"), "{err}");
+            assert_eq!(sb.read(file), bad, "{agent} {extra:?}");
+        }
+    }
+    // Codex handlers written as an inline list of tables: found, not installed twice, removed.
+    let inline = "[[hooks.Stop]]\nmatcher = \"\"\nhooks = [{ type = \"command\", command = \"pas-agent lifecycle codex stop\" }]\n";
+    sb.write(".codex/config.toml", inline);
+    let out = sb.ok(&["integrate", "codex", "--remove"]);
+    assert!(out.contains("Removed"), "{out}");
+    assert_eq!(sb.read(".codex/config.toml"), "");
+    sb.write(".codex/config.toml", inline);
+    sb.ok(&["integrate", "codex"]);
+    let text = sb.read(".codex/config.toml");
+    assert_eq!(text.matches("lifecycle codex stop").count(), 1, "{text}");
+}
