@@ -53,6 +53,7 @@ pub const MARKER_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(7
 
 /// What the session-start hook remembers until the session ends.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Marker {
     /// When the session started; `None` when the marker was made by a later event.
     started_at: Option<DateTime<Utc>>,
@@ -159,12 +160,56 @@ fn inside_run(project: &Project) -> bool {
         .any(|r| r.id.to_string() == id && r.state == RunState::Running)
 }
 
-fn marker_path(project: &Project, integration: &Integration, session_id: &str) -> PathBuf {
-    project
-        .state_dir()
-        .join("runs")
-        .join("hooks")
-        .join(format!("{}-{session_id}.json", integration.key))
+/// The directory of the markers, `.pas-agent/runs/hooks`, when it may be used: neither `runs`
+/// nor `hooks` may be a symbolic link (a cloned repository that commits
+/// `.pas-agent/runs/hooks -> ../../config` would otherwise have pas-agent write markers among,
+/// and clear old files from, the project's own files).
+///
+/// Errors: `runs` or `hooks` is a link, or something else than a directory.
+fn hooks_dir(project: &Project) -> Result<PathBuf, String> {
+    let runs = project.state_dir().join("runs");
+    let hooks = runs.join("hooks");
+    for dir in [&runs, &hooks] {
+        match std::fs::symlink_metadata(dir) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(format!(
+                    "{} is a symbolic link; pas-agent keeps its hook markers only in a real directory there (remove the link)",
+                    dir.display()
+                ));
+            }
+            Ok(meta) if !meta.is_dir() => {
+                return Err(format!("{} is not a directory", dir.display()));
+            }
+            _ => {}
+        }
+    }
+    Ok(hooks)
+}
+
+/// The marker's file name for `session_id` of `integration`: `<key>-<session id>.json`.
+fn marker_name(integration: &Integration, session_id: &str) -> String {
+    format!("{}-{session_id}.json", integration.key)
+}
+
+fn marker_path(
+    project: &Project,
+    integration: &Integration,
+    session_id: &str,
+) -> Result<PathBuf, String> {
+    Ok(hooks_dir(project)?.join(marker_name(integration, session_id)))
+}
+
+/// Whether the file name `name` is one pas-agent gives its markers: `<key>-<session id>.json`
+/// for a known integration and a session id of its agent's shape.
+fn is_marker_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".json") else {
+        return false;
+    };
+    super::INTEGRATIONS.iter().any(|i| {
+        stem.strip_prefix(i.key)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|id| i.agent().id_shape.accepts(id))
+    })
 }
 
 fn read_marker(path: &Path) -> Option<Marker> {
@@ -179,11 +224,24 @@ fn write_marker(project: &Project, path: &Path, marker: &Marker) -> Result<(), S
             .create_dir_all(dir, Named::ByUs, 0o755)
             .map_err(|e| format!("{}: {e}", dir.display()))?;
     }
+    // Checked again now that the directories exist: one may have been made a link meanwhile.
+    hooks_dir(project)?;
     let bytes = serde_json::to_vec(marker).map_err(|e| e.to_string())?;
     guard
         .write_volatile(path, &bytes, Named::ByUs, Links::Replace)
         .map(drop)
         .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Deletes the marker at `path` through the write guard; a missing one is no error.
+fn remove_marker(project: &Project, path: &Path) -> Result<(), String> {
+    hooks_dir(project)?;
+    let guard = WriteGuard::new(&project.root).map_err(|e| e.to_string())?;
+    match guard.remove(path, Named::ByUs) {
+        Ok(()) => Ok(()),
+        Err(crate::fsutil::WriteError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
 }
 
 fn start(
@@ -206,7 +264,7 @@ fn start(
     let Some(session_id) = session_id else {
         return Err("the payload has no session id; this session will not be recorded".into());
     };
-    let path = marker_path(project, integration, session_id);
+    let path = marker_path(project, integration, session_id)?;
     // Claude Code starts a session again after compacting its context: the same session goes
     // on, and keeps the start it had.
     if payload.raw.get("source").and_then(Value::as_str) == Some("compact")
@@ -225,24 +283,32 @@ fn start(
         last_message: None,
     };
     write_marker(project, &path, &marker)?;
-    if let Some(dir) = path.parent() {
-        remove_old_markers(dir);
-    }
+    remove_old_markers(project);
     Ok(())
 }
 
-/// Deletes the markers in `dir` older than [`MARKER_MAX_AGE`] (regular files only).
-fn remove_old_markers(dir: &Path) {
+/// Deletes the markers older than [`MARKER_MAX_AGE`]: only regular files named as markers
+/// ([`is_marker_name`]) whose contents are a marker, through the write guard; nothing when the
+/// markers' directory is not a real directory of the project ([`hooks_dir`]).
+fn remove_old_markers(project: &Project) {
+    let Ok(dir) = hooks_dir(project) else { return };
     let now = std::time::SystemTime::now();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let Ok(meta) = entry.metadata() else { continue };
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(is_marker_name) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
         let old = meta
             .modified()
             .ok()
             .and_then(|m| now.duration_since(m).ok())
             .is_some_and(|age| age > MARKER_MAX_AGE);
-        if meta.is_file() && old && entry.file_name().to_string_lossy().ends_with(".json") {
-            let _ = std::fs::remove_file(entry.path());
+        if meta.is_file() && old && read_marker(&path).is_some() {
+            let _ = remove_marker(project, &path);
         }
     }
 }
@@ -262,7 +328,8 @@ fn stop(
     let (Some(session_id), Some(message)) = (session_id, last_message(integration, payload)) else {
         return Ok(());
     };
-    let path = marker_path(project, integration, session_id);
+    let path = marker_path(project, integration, session_id)?;
+    // Made here when the start was not seen: `started_at` stays `None`, so the end knows.
     let mut marker = read_marker(&path).unwrap_or_default();
     marker.last_message = Some(message);
     write_marker(project, &path, &marker)
@@ -326,7 +393,10 @@ fn end(
     };
     let session_id = Some(session_id);
     let ended_at = Utc::now();
-    let marker_file = session_id.map(|id| marker_path(project, integration, id));
+    let marker_file = match session_id {
+        Some(id) => Some(marker_path(project, integration, id)?),
+        None => None,
+    };
     let marker = marker_file.as_deref().and_then(read_marker);
     let started = marker.as_ref().and_then(|m| m.started_at);
     let mut note = None;
@@ -411,9 +481,9 @@ fn end(
     let patience = crate::session::lock::timeout().max(std::time::Duration::from_secs(10));
     project
         .modify_within(patience, |s| {
-            // A session end seen twice, or a session already recorded without its start marker:
-            // record it once.
-            if marker.is_none()
+            // A session end seen twice, or a session already recorded whose start was not seen
+            // (no marker, or one a later event made without a start): record it once.
+            if started.is_none()
                 && let Some(id) = session_id
                 && s.runs
                     .iter()
@@ -432,7 +502,10 @@ fn end(
     if let Some(path) = marker_file
         && marker.is_some()
     {
-        let _ = std::fs::remove_file(path);
+        // The run is recorded: a marker left behind is only a warning.
+        if let Err(e) = remove_marker(project, &path) {
+            crate::term::warn(&format!("the session's start marker was not deleted: {e}"));
+        }
     }
     Ok(())
 }

@@ -10,8 +10,11 @@
 //!   when pas-agent moved), so installing twice changes nothing.
 //! - Remove takes out every handler of ours, then the groups, event lists and `hooks` table
 //!   that it left empty; nothing else.
-//! - A file that does not parse, or whose `hooks` (or an event's entry) is not the shape above,
-//!   is refused: the caller writes nothing.
+//! - A file that does not parse, or whose `hooks`, an event's entry, a group or a handler is not
+//!   the shape above, is refused: the caller writes nothing. So is a JSON object on the edited
+//!   path (the top level, `hooks`, the groups and handlers of our events) with a key twice: the
+//!   parser here finds the first, the agents (`JSON.parse`) keep the last. A Codex group's
+//!   handlers may be `[[hooks.<Event>.hooks]]` tables or an inline list of inline tables.
 
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstArray, CstInputValue, CstObject, CstRootNode};
@@ -85,6 +88,7 @@ fn json(
             .as_object()
             .ok_or("the top level is not a JSON object; pas-agent edits only a settings object")?,
     };
+    json_unique_keys(&top, "the top-level object")?;
     let hooks = match top.get("hooks") {
         None => None,
         Some(p) => Some(
@@ -93,7 +97,10 @@ fn json(
                 .ok_or("`hooks` is not an object")?,
         ),
     };
-    // Check every event's entry before changing anything.
+    if let Some(hooks) = &hooks {
+        json_unique_keys(hooks, "`hooks`")?;
+    }
+    // Check every event's entry, down to each handler, before changing anything.
     let mut lists: Vec<(&'static str, Event, Option<CstArray>)> = Vec::new();
     for &(name, event) in integration.events {
         let list = match hooks.as_ref().and_then(|h| h.get(name)) {
@@ -104,6 +111,9 @@ fn json(
                     .ok_or_else(|| format!("`hooks.{name}` is not a list"))?,
             ),
         };
+        if let Some(list) = &list {
+            json_handlers(list, name)?;
+        }
         lists.push((name, event, list));
     }
     let mut changed = Vec::new();
@@ -182,27 +192,59 @@ fn json(
     })
 }
 
-/// The handler objects of the matcher groups in `list`.
-fn json_handlers(list: &CstArray) -> Vec<(CstObject, CstArray, CstObject)> {
-    let mut out = Vec::new();
-    for group in list.elements() {
-        let Some(group) = group.as_object() else {
-            continue;
-        };
-        let Some(handlers) = group
-            .get("hooks")
-            .and_then(|p| p.value())
-            .and_then(|v| v.as_array())
-        else {
-            continue;
-        };
-        for h in handlers.elements() {
-            if let Some(h) = h.as_object() {
-                out.push((group.clone(), handlers.clone(), h));
-            }
+/// Refuses an object in which a key appears twice: `jsonc-parser` finds the first, the agents
+/// (`JSON.parse`) keep the last, so pas-agent would edit the copy the agent ignores.
+fn json_unique_keys(object: &CstObject, what: &str) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for p in object.properties() {
+        let name = p
+            .name()
+            .and_then(|n| n.decoded_value().ok())
+            .ok_or_else(|| format!("{what} has a key pas-agent cannot read"))?;
+        if !seen.insert(name.clone()) {
+            return Err(format!(
+                "{what} has the key `{name}` more than once; the agent keeps only the last, so pas-agent will not guess which to edit"
+            ));
         }
     }
-    out
+    Ok(())
+}
+
+/// The handler objects of the matcher groups in `list` (the entry of event `name`).
+///
+/// Errors: a group or handler of another shape than `{"hooks": [{…}, …], …}` (a group that is
+/// not an object, without a `hooks` list, a handler that is not an object or whose `command` is
+/// not a string), or with a key twice: pas-agent does not edit what it cannot fully read.
+fn json_handlers(
+    list: &CstArray,
+    name: &str,
+) -> Result<Vec<(CstObject, CstArray, CstObject)>, String> {
+    let mut out = Vec::new();
+    for (i, group) in list.elements().into_iter().enumerate() {
+        let at = format!("`hooks.{name}[{i}]`");
+        let group = group
+            .as_object()
+            .ok_or_else(|| format!("{at} is not an object"))?;
+        json_unique_keys(&group, &at)?;
+        let handlers = group
+            .get("hooks")
+            .ok_or_else(|| format!("{at} has no `hooks` list"))?
+            .value()
+            .and_then(|v| v.as_array())
+            .ok_or_else(|| format!("{at}.hooks is not a list"))?;
+        for (j, h) in handlers.elements().into_iter().enumerate() {
+            let at = format!("{at}.hooks[{j}]");
+            let h = h
+                .as_object()
+                .ok_or_else(|| format!("{at} is not an object"))?;
+            json_unique_keys(&h, &at)?;
+            if h.get("command").is_some() && json_command(&h).is_none() {
+                return Err(format!("{at}.command is not a string"));
+            }
+            out.push((group.clone(), handlers.clone(), h));
+        }
+    }
+    Ok(out)
 }
 
 fn json_command(handler: &CstObject) -> Option<String> {
@@ -215,7 +257,9 @@ fn json_command(handler: &CstObject) -> Option<String> {
 }
 
 fn json_find(list: &CstArray, integration: &Integration, event: Event) -> Option<CstObject> {
-    json_handlers(list)
+    // The list was checked before any change: the shape is known to be right.
+    json_handlers(list, "")
+        .unwrap_or_default()
         .into_iter()
         .map(|(_, _, h)| h)
         .find(|h| json_command(h).is_some_and(|c| is_ours(&c, integration, event)))
@@ -225,7 +269,8 @@ fn json_find(list: &CstArray, integration: &Integration, event: Event) -> Option
 /// was removed.
 fn json_remove(list: &CstArray, integration: &Integration, event: Event) -> bool {
     let mut removed = false;
-    for (group, handlers, h) in json_handlers(list) {
+    // The list was checked before any change: the shape is known to be right.
+    for (group, handlers, h) in json_handlers(list, "").unwrap_or_default() {
         if !json_command(&h).is_some_and(|c| is_ours(&c, integration, event)) {
             continue;
         }
@@ -263,7 +308,8 @@ fn toml(
     }
     for &(name, _) in integration.events {
         match doc.get("hooks").and_then(|h| h.get(name)) {
-            None | Some(Item::ArrayOfTables(_)) => {}
+            None => {}
+            Some(Item::ArrayOfTables(groups)) => toml_check(groups, name)?,
             Some(_) => {
                 return Err(format!(
                     "`hooks.{name}` is not written as [[hooks.{name}]] tables; pas-agent edits only that form"
@@ -306,13 +352,9 @@ fn toml(
                 .or_insert_with(|| Item::ArrayOfTables(ArrayOfTables::new()))
                 .as_array_of_tables_mut()
                 .ok_or_else(|| format!("`hooks.{name}` is not a list of tables"))?;
-            match toml_find(groups, integration, event) {
-                Some(handler) => {
-                    if handler.get("command").and_then(|c| c.as_str()) != Some(wanted.as_str()) {
-                        handler["command"] = value(wanted);
-                        changed.push(name);
-                    }
-                }
+            match toml_update(groups, integration, event, &wanted) {
+                Some(true) => changed.push(name),
+                Some(false) => {}
                 None => {
                     let mut handler = Table::new();
                     handler["type"] = value("command");
@@ -334,20 +376,110 @@ fn toml(
     })
 }
 
-fn toml_find<'a>(
-    groups: &'a mut ArrayOfTables,
+/// A matcher group's handlers, in either form TOML allows: `[[hooks.<Event>.hooks]]` tables,
+/// or `hooks = [{ type = "command", command = "…" }, …]`, an inline array of inline tables.
+enum Handlers<'a> {
+    Tables(&'a mut ArrayOfTables),
+    Inline(&'a mut toml_edit::Array),
+}
+
+fn toml_handlers(group: &mut Table) -> Option<Handlers<'_>> {
+    match group.get_mut("hooks")? {
+        Item::ArrayOfTables(t) => Some(Handlers::Tables(t)),
+        Item::Value(toml_edit::Value::Array(a)) => Some(Handlers::Inline(a)),
+        _ => None,
+    }
+}
+
+/// Whether the handler whose `command` is `command` is ours.
+fn toml_ours(command: Option<&toml_edit::Value>, integration: &Integration, event: Event) -> bool {
+    command
+        .and_then(|c| c.as_str())
+        .is_some_and(|c| is_ours(c, integration, event))
+}
+
+/// Checks every group of event `name` has the shape [`Handlers`] describes, each handler a
+/// table whose `command`, if any, is a string.
+///
+/// Errors: what has another shape: pas-agent does not edit what it cannot fully read.
+fn toml_check(groups: &ArrayOfTables, name: &str) -> Result<(), String> {
+    let command_ok = |c: Option<&toml_edit::Value>| c.is_none_or(|c| c.as_str().is_some());
+    for (i, group) in groups.iter().enumerate() {
+        let at = format!("`hooks.{name}[{i}]`");
+        match group.get("hooks") {
+            None => return Err(format!("{at} has no `hooks` list")),
+            Some(Item::ArrayOfTables(handlers)) => {
+                for (j, h) in handlers.iter().enumerate() {
+                    if !command_ok(h.get("command").and_then(Item::as_value)) {
+                        return Err(format!("{at}.hooks[{j}].command is not a string"));
+                    }
+                }
+            }
+            Some(Item::Value(toml_edit::Value::Array(handlers))) => {
+                for (j, h) in handlers.iter().enumerate() {
+                    let Some(h) = h.as_inline_table() else {
+                        return Err(format!("{at}.hooks[{j}] is not a table"));
+                    };
+                    if !command_ok(h.get("command")) {
+                        return Err(format!("{at}.hooks[{j}].command is not a string"));
+                    }
+                }
+            }
+            Some(_) => {
+                return Err(format!(
+                    "{at}.hooks is neither [[hooks.{name}.hooks]] tables nor a list of tables"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sets the command of our handler for `event` in `groups` to `wanted`: `None` when there is
+/// none, else whether it changed.
+fn toml_update(
+    groups: &mut ArrayOfTables,
     integration: &Integration,
     event: Event,
-) -> Option<&'a mut Table> {
-    groups
-        .iter_mut()
-        .filter_map(|g| g.get_mut("hooks").and_then(|h| h.as_array_of_tables_mut()))
-        .flat_map(|h| h.iter_mut())
-        .find(|h| {
-            h.get("command")
-                .and_then(|c| c.as_str())
-                .is_some_and(|c| is_ours(c, integration, event))
-        })
+    wanted: &str,
+) -> Option<bool> {
+    for group in groups.iter_mut() {
+        match toml_handlers(group) {
+            Some(Handlers::Tables(handlers)) => {
+                for h in handlers.iter_mut() {
+                    if toml_ours(
+                        h.get("command").and_then(Item::as_value),
+                        integration,
+                        event,
+                    ) {
+                        let changed = h.get("command").and_then(|c| c.as_str()) != Some(wanted);
+                        if changed {
+                            h["command"] = value(wanted);
+                        }
+                        return Some(changed);
+                    }
+                }
+            }
+            Some(Handlers::Inline(handlers)) => {
+                for h in handlers.iter_mut().filter_map(|h| h.as_inline_table_mut()) {
+                    if toml_ours(h.get("command"), integration, event) {
+                        let Some(current) = h.get_mut("command") else {
+                            continue;
+                        };
+                        let changed = current.as_str() != Some(wanted);
+                        if changed {
+                            let decor = current.decor().clone();
+                            *current = toml_edit::Value::from(wanted);
+                            *current.decor_mut() = decor;
+                        }
+                        return Some(changed);
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+    None
 }
 
 fn toml_remove(groups: &mut ArrayOfTables, integration: &Integration, event: Event) -> bool {
@@ -355,24 +487,34 @@ fn toml_remove(groups: &mut ArrayOfTables, integration: &Integration, event: Eve
     let mut i = 0;
     while i < groups.len() {
         let group = groups.get_mut(i).expect("index in range");
-        if let Some(handlers) = group
-            .get_mut("hooks")
-            .and_then(|h| h.as_array_of_tables_mut())
-        {
-            let before = handlers.len();
-            handlers.retain(|h| {
-                !h.get("command")
-                    .and_then(|c| c.as_str())
-                    .is_some_and(|c| is_ours(c, integration, event))
-            });
-            if handlers.len() != before {
-                removed = true;
-                let empty = handlers.is_empty();
-                let only_matcher = group.iter().all(|(k, _)| k == "hooks" || k == "matcher");
-                if empty && only_matcher {
-                    groups.remove(i);
-                    continue;
-                }
+        let (before, after) = match toml_handlers(group) {
+            Some(Handlers::Tables(handlers)) => {
+                let before = handlers.len();
+                handlers.retain(|h| {
+                    !toml_ours(
+                        h.get("command").and_then(Item::as_value),
+                        integration,
+                        event,
+                    )
+                });
+                (before, handlers.len())
+            }
+            Some(Handlers::Inline(handlers)) => {
+                let before = handlers.len();
+                handlers.retain(|h| {
+                    !h.as_inline_table()
+                        .is_some_and(|t| toml_ours(t.get("command"), integration, event))
+                });
+                (before, handlers.len())
+            }
+            None => (0, 0),
+        };
+        if after != before {
+            removed = true;
+            let only_matcher = group.iter().all(|(k, _)| k == "hooks" || k == "matcher");
+            if after == 0 && only_matcher {
+                groups.remove(i);
+                continue;
             }
         }
         i += 1;
@@ -520,6 +662,89 @@ mod tests {
                 edit(Some(bad), by_key("codex").unwrap(), PROGRAM, false).is_err(),
                 "{bad}"
             );
+        }
+    }
+
+    #[test]
+    fn json_refuses_a_key_twice_on_the_edited_path() {
+        let ours = "{\"type\": \"command\", \"command\": \"pas-agent lifecycle claude stop\"}";
+        for bad in [
+            format!("{{\"hooks\": {{}}, \"model\": \"x\", \"hooks\": {{\"Stop\": [{{\"hooks\": [{ours}]}}]}}}}"),
+            format!("{{\"hooks\": {{\"Stop\": [], \"Stop\": [{{\"hooks\": [{ours}]}}]}}}}"),
+            format!("{{\"hooks\": {{\"Stop\": [{{\"hooks\": [], \"hooks\": [{ours}]}}]}}}}"),
+            "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"command\": \"a\", \"command\": \"pas-agent lifecycle claude stop\"}]}]}}".to_string(),
+        ] {
+            for remove in [false, true] {
+                let e = edit(Some(&bad), by_key("claude").unwrap(), PROGRAM, remove)
+                    .expect_err(&bad);
+                assert!(e.contains("more than once"), "{bad}: {e}");
+            }
+        }
+        // A key twice elsewhere is not pas-agent's to judge.
+        let elsewhere = "{\"ui\": {\"a\": 1, \"a\": 2}}\n";
+        assert!(edit(Some(elsewhere), by_key("gemini").unwrap(), PROGRAM, false).is_ok());
+    }
+
+    #[test]
+    fn json_refuses_a_group_or_handler_of_another_shape() {
+        for bad in [
+            // `hooks` of a group as an object, not a list.
+            "{\"hooks\": {\"Stop\": [{\"hooks\": {\"type\": \"command\", \"command\": \"pas-agent lifecycle claude stop\"}}]}}",
+            "{\"hooks\": {\"Stop\": [3]}}",
+            "{\"hooks\": {\"Stop\": [{\"matcher\": \"\"}]}}",
+            "{\"hooks\": {\"Stop\": [{\"hooks\": [\"pas-agent lifecycle claude stop\"]}]}}",
+            "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"command\": [\"pas-agent\"]}]}]}}",
+        ] {
+            for remove in [false, true] {
+                assert!(
+                    edit(Some(bad), by_key("claude").unwrap(), PROGRAM, remove).is_err(),
+                    "{bad}"
+                );
+            }
+        }
+        // A handler without a command (a prompt hook) is understood and kept.
+        let prompt =
+            "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"prompt\", \"prompt\": \"x\"}]}]}}";
+        let installed = install(Some(prompt), "claude");
+        let removed: serde_json::Value =
+            serde_json::from_str(&remove(&installed, "claude").unwrap()).unwrap();
+        assert_eq!(
+            removed,
+            serde_json::from_str::<serde_json::Value>(prompt).unwrap()
+        );
+    }
+
+    #[test]
+    fn toml_understands_handlers_as_an_inline_list_and_refuses_other_shapes() {
+        let inline = "[[hooks.Stop]]\nhooks = [{ type = \"command\", command = \"notify-send done\" }, { type = \"command\", command = \"pas-agent lifecycle codex stop\" }]\n";
+        let codex = by_key("codex").unwrap();
+        // Installing finds ours there: no second Stop handler.
+        let installed = install(Some(inline), "codex");
+        let v: toml_edit::DocumentMut = installed.parse().unwrap();
+        assert_eq!(v["hooks"]["Stop"].as_array_of_tables().unwrap().len(), 1);
+        assert!(installed.contains("command = \"/opt/bin/pas-agent lifecycle codex stop\""));
+        // Removing takes it out, and the group it leaves empty.
+        let removed = remove(inline, "codex").expect("ours is removed");
+        let v: toml_edit::DocumentMut = removed.parse().unwrap();
+        let handlers = v["hooks"]["Stop"][0]["hooks"].as_array().unwrap();
+        assert_eq!(handlers.len(), 1);
+        assert!(!removed.contains("lifecycle"), "{removed}");
+        let alone = "[[hooks.Stop]]\nhooks = [{ type = \"command\", command = \"pas-agent lifecycle codex stop\" }]\n";
+        assert_eq!(remove(alone, "codex").as_deref(), Some(""));
+        assert_eq!(
+            edit(Some(alone), codex, "pas-agent", false).unwrap().events,
+            ["SessionStart", "SessionEnd"]
+        );
+        for bad in [
+            "[[hooks.Stop]]\nhooks = { type = \"command\", command = \"pas-agent lifecycle codex stop\" }\n",
+            "[[hooks.Stop]]\nhooks = [\"pas-agent lifecycle codex stop\"]\n",
+            "[[hooks.Stop]]\nmatcher = \"\"\n",
+            "[[hooks.Stop]]\n[hooks.Stop.hooks]\ncommand = \"pas-agent lifecycle codex stop\"\n",
+            "[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ncommand = 3\n",
+        ] {
+            for remove in [false, true] {
+                assert!(edit(Some(bad), codex, PROGRAM, remove).is_err(), "{bad}");
+            }
         }
     }
 }

@@ -619,3 +619,152 @@ fn claude_code_resumed_directly_is_recorded_again_under_its_session_id() {
     // later.txt was written between the sessions, before the resumed one started.
     assert!(changed_paths(&all[1]).is_empty(), "{:#}", all[1]);
 }
+
+/// Sets the modification time of `path` to 30 days ago (older than the markers' 7 days).
+fn age(path: &Path) {
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+}
+
+#[test]
+fn markers_never_go_through_a_link_and_only_old_markers_are_cleared() {
+    let id = "0f0e0d0c-1111-4222-8333-444455556666";
+    let other = "gemini-11111111-2222-4333-8444-555566667777.json";
+    // A cloned repository that commits `runs/hooks` (or `runs`) as a link into the project:
+    // its old files (even ones named like markers) are not deleted, no marker is written there.
+    for (link, target) in [
+        (".pas-agent/runs/hooks", "../../config"),
+        (".pas-agent/runs", "../config"),
+    ] {
+        let sb = session();
+        let payload = format!(r#"{{"session_id":"{id}","cwd":"{}"}}"#, sb.work.display());
+        sb.write("config/app.json", "{\"keep\": true}\n");
+        sb.write(&format!("config/{other}"), "{}");
+        age(&sb.path("config/app.json"));
+        age(&sb.path(&format!("config/{other}")));
+        std::fs::create_dir_all(sb.path(link).parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, sb.path(link)).unwrap();
+        for event in ["session-start", "stop", "session-end"] {
+            let out = lifecycle(&sb, "gemini", event, &payload);
+            assert_eq!(out.status.code(), Some(0), "{event}");
+        }
+        assert_eq!(sb.read("config/app.json"), "{\"keep\": true}\n", "{link}");
+        assert!(sb.path(&format!("config/{other}")).exists(), "{link}");
+        let written: Vec<PathBuf> = walk(&sb.path("config"));
+        assert_eq!(written.len(), 2, "{link}: {written:?}");
+        let out = lifecycle(&sb, "gemini", "session-start", &payload);
+        assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+    }
+
+    // In the real directory: an old file that is not named as a marker, or does not hold one,
+    // stays; an old marker goes.
+    let sb = session();
+    let payload = format!(r#"{{"session_id":"{id}","cwd":"{}"}}"#, sb.work.display());
+    let dir = ".pas-agent/runs/hooks";
+    sb.write(&format!("{dir}/notes.json"), "{}");
+    sb.write(&format!("{dir}/claude-not-a-uuid.json"), "{}");
+    sb.write(
+        &format!("{dir}/claude-22222222-2222-4333-8444-555566667777.json"),
+        "{\"mine\": 1}",
+    );
+    sb.write(&format!("{dir}/{other}"), "{\"started_at\":null}");
+    for name in [
+        "notes.json",
+        "claude-not-a-uuid.json",
+        "claude-22222222-2222-4333-8444-555566667777.json",
+        other,
+    ] {
+        age(&sb.path(&format!("{dir}/{name}")));
+    }
+    let out = lifecycle(&sb, "gemini", "session-start", &payload);
+    assert!(out.status.success());
+    assert!(sb.path(&format!("{dir}/notes.json")).exists());
+    assert!(sb.path(&format!("{dir}/claude-not-a-uuid.json")).exists());
+    assert!(
+        sb.path(&format!(
+            "{dir}/claude-22222222-2222-4333-8444-555566667777.json"
+        ))
+        .exists()
+    );
+    assert!(!sb.path(&format!("{dir}/{other}")).exists());
+    assert!(sb.path(&format!("{dir}/gemini-{id}.json")).exists());
+}
+
+#[test]
+fn a_session_whose_start_was_not_seen_is_recorded_once_whatever_comes_after() {
+    let sb = session();
+    let id = "0f0e0d0c-1111-4222-8333-444455556666";
+    let cwd = sb.work.to_string_lossy().into_owned();
+    let payload = |extra: &str| format!(r#"{{"session_id":"{id}","cwd":"{cwd}"{extra}}}"#);
+    // No session start: the end records the session; a later turn and end record nothing more.
+    for (event, extra) in [
+        ("stop", r#","last_assistant_message":"first""#),
+        ("session-end", ""),
+        ("stop", r#","last_assistant_message":"second""#),
+        ("session-end", ""),
+        ("session-end", ""),
+    ] {
+        let out = lifecycle(&sb, "claude", event, &payload(extra));
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let all = runs(&sb);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0]["last_message"], "first");
+    // A start seen later (the session resumed) is recorded again.
+    lifecycle(&sb, "claude", "session-start", &payload(""));
+    lifecycle(&sb, "claude", "session-end", &payload(""));
+    assert_eq!(runs(&sb).len(), 2);
+    let markers = walk(&sb.path(".pas-agent/runs/hooks"));
+    assert!(markers.is_empty(), "{markers:?}");
+}
+
+#[test]
+fn a_key_twice_or_a_hook_shape_not_understood_is_refused_and_inline_codex_handlers_are_found() {
+    let sb = session();
+    let cases = [
+        (
+            "claude",
+            ".claude/settings.json",
+            "{\"hooks\": {}, \"model\": \"x\", \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"pas-agent lifecycle claude stop\"}]}]}}\n",
+            "more than once",
+        ),
+        (
+            "gemini",
+            ".gemini/settings.json",
+            "{\"hooks\": {\"AfterAgent\": [{\"hooks\": {\"type\": \"command\", \"command\": \"pas-agent lifecycle gemini stop\"}}]}}\n",
+            "is not a list",
+        ),
+        (
+            "codex",
+            ".codex/config.toml",
+            "[[hooks.Stop]]\nhooks = { type = \"command\", command = \"pas-agent lifecycle codex stop\" }\n",
+            "hooks.Stop[0]",
+        ),
+    ];
+    for (agent, file, bad, why) in cases {
+        sb.write(file, bad);
+        for extra in [&[][..], &["--remove"][..]] {
+            let mut args = vec!["integrate", agent];
+            args.extend_from_slice(extra);
+            let err = sb.fails(&args, 6);
+            assert!(err.contains(why), "{agent} {extra:?}: {err}");
+            assert!(err.contains("left unchanged"), "{err}");
+            assert_eq!(sb.read(file), bad, "{agent} {extra:?}");
+        }
+    }
+    // Codex handlers written as an inline list of tables: found, not installed twice, removed.
+    let inline = "[[hooks.Stop]]\nmatcher = \"\"\nhooks = [{ type = \"command\", command = \"pas-agent lifecycle codex stop\" }]\n";
+    sb.write(".codex/config.toml", inline);
+    let out = sb.ok(&["integrate", "codex", "--remove"]);
+    assert!(out.contains("Removed"), "{out}");
+    assert_eq!(sb.read(".codex/config.toml"), "");
+    sb.write(".codex/config.toml", inline);
+    sb.ok(&["integrate", "codex"]);
+    let text = sb.read(".codex/config.toml");
+    assert_eq!(text.matches("lifecycle codex stop").count(), 1, "{text}");
+}
