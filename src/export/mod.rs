@@ -372,14 +372,7 @@ pub fn write(
     if existing.is_none()
         && let Some(parent) = target.path.parent()
     {
-        guard
-            .create_dir_all(parent, target.named, 0o777)
-            .map_err(|e| match e {
-                WriteError::Io(e) => unsafe_(format!(
-                    "cannot create its directory ({e}); nothing was written"
-                )),
-                e => refused(e),
-            })?;
+        create_dir_of(target, &guard, parent)?;
     }
     guard
         .write(&target.path, &bytes, target.named, Links::KeepAmong(&peers))
@@ -412,6 +405,23 @@ fn unsafe_at(target: &Target, problem: String) -> Error {
         path: target.path.clone(),
         problem,
     }
+}
+
+/// Creates the directories up to `parent` for `target`'s file (an editor's rules directory, a
+/// `-o` path's), through the guard that decides every write.
+///
+/// Errors: [`Error::ExportUnsafe`] naming the file, as for the write itself.
+fn create_dir_of(target: &Target, guard: &WriteGuard, parent: &Path) -> Result<()> {
+    guard
+        .create_dir_all(parent, target.named, 0o777)
+        .map_err(|e| match e {
+            WriteError::Io(e) => unsafe_at(
+                target,
+                format!("cannot create its directory ({e}); nothing was written"),
+            ),
+            e => refusal(target, e),
+        })
+        .map(drop)
 }
 
 /// The error for a write the guard refused.
@@ -546,14 +556,7 @@ fn write_owned(
         .check_write(bytes.len())
         .map_err(unsafe_)?;
     if let Some(parent) = target.path.parent() {
-        guard
-            .create_dir_all(parent, target.named, 0o777)
-            .map_err(|e| match e {
-                WriteError::Io(e) => unsafe_(format!(
-                    "cannot create its directory ({e}); nothing was written"
-                )),
-                e => refused(e),
-            })?;
+        create_dir_of(target, guard, parent)?;
     }
     guard
         .write(&target.path, &bytes, target.named, Links::Replace)

@@ -328,16 +328,7 @@ fn opencode_runs_records_its_listed_session_and_resumes_it() {
     require_agent("opencode", "opencode-ai");
     let sb = session();
     let mock = Mock::start();
-    let config = sb.home.join(".config/opencode");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("opencode.json"),
-        format!(
-            r#"{{"provider":{{"openai":{{"options":{{"baseURL":"{}/v1","apiKey":"sk-test"}}}}}},"model":"openai/gpt-4o","autoupdate":false,"share":"disabled"}}"#,
-            mock.base()
-        ),
-    )
-    .unwrap();
+    mock.point_opencode_at_me(&sb);
     let out = sb.ok(&["run", "opencode", "--", "run", "Say hello to the ledger"]);
     assert!(out.contains(REPLY), "{out}");
     let (_, id) = finished_ok(&sb, "opencode");

@@ -115,6 +115,21 @@ impl Mock {
             ("GEMINI_CLI_TRUST_WORKSPACE".to_string(), "true".to_string()),
         ]);
     }
+
+    /// Points OpenCode in `sb` at this mock: its user config names the mock as the OpenAI
+    /// provider's base URL, a test key and model, with updates and sharing off.
+    pub fn point_opencode_at_me(&self, sb: &Sandbox) {
+        let config = sb.home.join(".config/opencode");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(
+            config.join("opencode.json"),
+            format!(
+                r#"{{"provider":{{"openai":{{"options":{{"baseURL":"{}/v1","apiKey":"sk-test"}}}}}},"model":"openai/gpt-4o","autoupdate":false,"share":"disabled"}}"#,
+                self.base()
+            ),
+        )
+        .unwrap();
+    }
 }
 
 /// Fails the test with the install command when an agent CLI is missing: the tests with the

@@ -194,16 +194,7 @@ fn opencodes_answer_is_recorded_through_its_own_export() {
     require_agent("opencode", "opencode-ai");
     let sb = session();
     let mock = Mock::start();
-    let config = sb.home.join(".config/opencode");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("opencode.json"),
-        format!(
-            r#"{{"provider":{{"openai":{{"options":{{"baseURL":"{}/v1","apiKey":"sk-test"}}}}}},"model":"openai/gpt-4o","autoupdate":false,"share":"disabled"}}"#,
-            mock.base()
-        ),
-    )
-    .unwrap();
+    mock.point_opencode_at_me(&sb);
     sb.ok(&["run", "opencode", "--", "run", "Say hello to the ledger"]);
     let run = last_run(&sb);
     let t = transcript(&run);
