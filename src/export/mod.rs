@@ -388,11 +388,7 @@ pub fn write(
         target: target.clone(),
         outcome,
         stale,
-        limit: limit.map(|l| LimitReport {
-            limit: l,
-            file: l.measure(&bytes),
-            block_end: l.measure(&bytes[..block::block_end(&bytes).unwrap_or(bytes.len())]),
-        }),
+        limit: limit.map(|l| LimitReport::of(l, &bytes)),
         via_import: None,
         also,
         duplicates,
@@ -422,6 +418,18 @@ fn create_dir_of(target: &Target, guard: &WriteGuard, parent: &Path) -> Result<(
             e => refusal(target, e),
         })
         .map(drop)
+}
+
+impl LimitReport {
+    /// How much of `bytes`, the file as written, an agent reading only `limit` of it sees:
+    /// the whole file, and up to the end of the block (the whole file when it has none).
+    fn of(limit: ReadLimit, bytes: &[u8]) -> LimitReport {
+        LimitReport {
+            limit,
+            file: limit.measure(bytes),
+            block_end: limit.measure(&bytes[..block::block_end(bytes).unwrap_or(bytes.len())]),
+        }
+    }
 }
 
 /// The error for a write the guard refused.
@@ -566,11 +574,7 @@ fn write_owned(
         target: target.clone(),
         outcome,
         stale,
-        limit: limit.map(|l| LimitReport {
-            limit: l,
-            file: l.measure(&bytes),
-            block_end: l.measure(&bytes[..block::block_end(&bytes).unwrap_or(bytes.len())]),
-        }),
+        limit: limit.map(|l| LimitReport::of(l, &bytes)),
         via_import: None,
         also: Vec::new(),
         duplicates: Vec::new(),
