@@ -91,6 +91,17 @@ enum Mark {
 /// the fingerprint cache, the prompt's HEAD read from files), so that the full computation can be compared with them. For tests and benchmarks.
 pub(crate) const FULL_STATUS_ENV: &str = "PAS_AGENT_FULL_STATUS";
 
+/// Environment variable that, set to `1`, makes every in-process status say on stderr which
+/// path answered it (`pas-agent: status: fast`, or which gix path and why), so that tests can
+/// tell that the fast path they compare was taken. For tests and benchmarks.
+pub(crate) const TRACE_ENV: &str = "PAS_AGENT_STATUS_TRACE";
+
+fn trace(path: &str) {
+    if std::env::var_os(TRACE_ENV).is_some_and(|v| v == "1") {
+        crate::term::note(&format!("pas-agent: status: {path}"));
+    }
+}
+
 pub(crate) fn full_status_forced() -> bool {
     std::env::var_os(FULL_STATUS_ENV).is_some_and(|v| v == "1")
 }
@@ -163,6 +174,19 @@ impl Native {
             .map_err(|e| err("reading HEAD's tree", e))?
             .detach();
         let skip_tree_index = !full_status_forced() && cache_tree_matches(&index, head_tree);
+        // With HEAD → index proven empty, what is left is the work tree: compared by the fast
+        // pass where its answer cannot differ from gix's (`fast.rs`), else by gix below.
+        if skip_tree_index {
+            match self.fast_status(&index, in_scope) {
+                Ok(out) => {
+                    trace("fast");
+                    return Ok((head, out));
+                }
+                Err(why) => trace(&format!("gix, work tree only ({})", why.0)),
+            }
+        } else {
+            trace("gix, HEAD → index included");
+        }
         let platform = self
             .repo
             .status(gix::progress::Discard)
@@ -269,6 +293,67 @@ impl Native {
             }
         }
         Ok((head, out))
+    }
+
+    /// The index → work tree side and the untracked files through `fast.rs`: the entries
+    /// compared on this thread and its helpers while gix's directory walk lists the untracked
+    /// files on another. `None` when the fast pass gives up (gix's full status answers then).
+    fn fast_status(
+        &self,
+        index: &gix::index::State,
+        in_scope: &dyn Fn(&str) -> bool,
+    ) -> Result<RawStatus, super::fast::GiveUp> {
+        use super::fast::GiveUp;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let workdir = self.repo.workdir().ok_or(GiveUp("no work tree"))?;
+        let caps = self
+            .repo
+            .filesystem_options()
+            .map_err(|_| GiveUp("unreadable core settings"))?;
+        let rules = super::fast::Rules {
+            stat: self
+                .repo
+                .stat_options()
+                .map_err(|_| GiveUp("unreadable core settings"))?,
+            symlinks: caps.symlink,
+            executable_bit: caps.executable_bit,
+        };
+        let stop = AtomicBool::new(false);
+        let shared = self.repo.clone().into_sync();
+        let (changes, untracked) = std::thread::scope(|s| {
+            let walk = std::thread::Builder::new()
+                .name("pas-agent-untracked".into())
+                .spawn_scoped(s, || {
+                    super::fast::untracked(&shared.to_thread_local(), index, &stop)
+                });
+            let changes = super::fast::entries(workdir, index, rules, &stop);
+            if changes.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            let untracked = match walk {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or(Err(GiveUp("the directory walk's thread failed"))),
+                Err(_) => Err(GiveUp("no thread for the directory walk")),
+            };
+            (changes, untracked)
+        });
+        let (changes, untracked) = (changes?, untracked?);
+        let mut out = RawStatus::new();
+        let entries = index.entries();
+        for (i, letter) in changes {
+            let entry = entries.get(i).ok_or(GiveUp("an entry out of range"))?;
+            let path = path_string(entry.path(index));
+            if in_scope(&path) {
+                out.entry(path).or_default().y = Some(letter);
+            }
+        }
+        for path in untracked {
+            if in_scope(&path) {
+                out.entry(path).or_default().untracked = true;
+            }
+        }
+        Ok(out)
     }
 
     fn commit(&self, id: &str) -> GitResult<gix::Commit<'_>> {

@@ -438,3 +438,169 @@ fn fingerprint_cache_cold_warm_and_stale_give_the_full_answer() {
         );
     }
 }
+
+/// A small deterministic generator (xorshift64*), so that each seed builds the same work tree
+/// on every machine.
+struct Dice(u64);
+
+impl Dice {
+    fn roll(&mut self, sides: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % sides
+    }
+}
+
+/// Which path answered `status` (`PAS_AGENT_STATUS_TRACE=1`): "fast", or a gix path.
+fn status_path(sb: &Sandbox) -> String {
+    let out = sb
+        .cmd()
+        .args(["status", "--json"])
+        .env("PAS_AGENT_STATUS_TRACE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find_map(|l| l.strip_prefix("pas-agent: status: "))
+        .unwrap_or("none")
+        .to_string()
+}
+
+/// Sets every file's (and link's) times under the work tree to 2020, as files that were last
+/// touched long before the index was written: no entry is then racily clean.
+fn age_files(sb: &Sandbox) {
+    let status = Command::new("find")
+        .arg(sb.path("."))
+        .args([
+            "-path", "*/.git", "-prune", "-o", "-exec",
+            "touch", "-h", "-d", "2020-01-01 00:00:00", "{}", "+",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The fast work-tree pass (`src/git/fast.rs`) against gix's full status and git's, on work
+/// trees built from seeds: every kind of change to tracked files (content with and without a
+/// new size, deletion, executable bit, file ↔ symbolic link, file → directory, a directory
+/// deleted, replaced by a file or by a link to another directory) and of untracked paths
+/// (new files and directories, ignored ones at several levels with negations, a nested
+/// repository, an empty directory, a link, names with spaces and non-ASCII). Where no entry
+/// needs its content read, the fast path must be the one that answered.
+#[test]
+fn status_fast_pass_matches_gix_and_git_on_generated_work_trees() {
+    for seed in 1..=10u64 {
+        let sb = Sandbox::with_session();
+        let mut dice = Dice(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        sb.write(".gitignore", "*.log\n!keep.log\nbuild/\n/top-only.txt\n");
+        sb.write("d1/.gitignore", "secret*\n!secret-kept.txt\n");
+        let mut tracked = Vec::new();
+        for d in ["d0", "d1", "d1/e0", "d1/e1", "d2", "d2/e0/f0", "sp ace", "ünï"] {
+            for f in 0..4 {
+                let path = format!("{d}/f{f}.txt");
+                sb.write(&path, format!("{path} {seed}\n"));
+                tracked.push(path);
+            }
+        }
+        sb.write("top.sh", "#!/bin/sh\n");
+        std::os::unix::fs::symlink("d0/f0.txt", sb.path("link")).unwrap();
+        tracked.push("link".into());
+        age_files(&sb);
+        sb.git(&["add", "-A"]);
+        sb.git(&["commit", "-q", "-m", "files"]);
+        sb.git(&["update-index", "-q", "--refresh"]);
+        sb.ok(&["checkpoint", "baseline"]);
+        assert!(has_cache_tree(&sb));
+
+        // Changes to tracked files, one roll each (same-size edits only for odd seeds: they
+        // need the content read, so the fast pass gives way to gix there).
+        let mut needs_content = false;
+        for path in &tracked {
+            let p = sb.path(path);
+            match dice.roll(12) {
+                0 => sb.write(path, "a longer new content\n"),
+                1 => {
+                    let _ = std::fs::remove_file(&p);
+                }
+                2 if p.is_file() && !p.is_symlink() => {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+                }
+                3 => {
+                    let _ = std::fs::remove_file(&p);
+                    std::os::unix::fs::symlink("elsewhere", &p).unwrap();
+                }
+                4 => {
+                    let _ = std::fs::remove_file(&p);
+                    sb.write(&format!("{path}/inside.txt"), "now a directory\n");
+                }
+                5 if seed % 2 == 1 && p.is_file() && !p.is_symlink() => {
+                    let mut bytes = std::fs::read(&p).unwrap();
+                    bytes[0] ^= 0x20;
+                    std::fs::write(&p, bytes).unwrap();
+                    needs_content = true;
+                }
+                _ => {}
+            }
+        }
+        if p_exists(&sb, "link") && dice.roll(2) == 0 {
+            std::fs::remove_file(sb.path("link")).unwrap();
+            sb.write("link", "a file now\n");
+        }
+        // Whole directories.
+        match dice.roll(4) {
+            0 => std::fs::remove_dir_all(sb.path("d2/e0")).unwrap(),
+            1 => {
+                std::fs::remove_dir_all(sb.path("d2/e0")).unwrap();
+                sb.write("d2/e0", "a file where a directory was\n");
+            }
+            2 => {
+                std::fs::remove_dir_all(sb.path("d1/e1")).unwrap();
+                std::os::unix::fs::symlink("../d0", sb.path("d1/e1")).unwrap();
+            }
+            _ => {}
+        }
+        // Untracked paths.
+        sb.write("new.txt", "new\n");
+        sb.write("d0/new dir/a.txt", "new\n");
+        sb.write("d0/new dir/b.log", "ignored\n");
+        sb.write("d0/keep.log", "kept by a negation\n");
+        sb.write("build/out.o", "ignored directory\n");
+        sb.write("top-only.txt", "ignored at the top only\n");
+        sb.write("d1/top-only.txt", "not ignored here\n");
+        sb.write("d1/secret.txt", "ignored by d1/.gitignore\n");
+        sb.write("d1/secret-kept.txt", "kept by a negation\n");
+        sb.write("d1/e0/secret.txt", "ignored below d1 too\n");
+        sb.write("only-ignored/x.log", "a directory of ignored files\n");
+        std::fs::create_dir_all(sb.path("empty/dir")).unwrap();
+        std::os::unix::fs::symlink("d0", sb.path("untracked-link")).unwrap();
+        if dice.roll(2) == 0 {
+            sb.write("nested/file.txt", "inside a nested repository\n");
+            let out = Command::new("git")
+                .args(["init", "-q"])
+                .current_dir(sb.path("nested"))
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+        }
+        if dice.roll(2) == 0 {
+            // The work tree's ignore rules changed without being staged.
+            sb.write(".gitignore", "*.log\nbuild/\n");
+        }
+
+        let v = status_three_ways(&sb, &format!("seed {seed}"));
+        assert!(!changed(&v).is_empty(), "seed {seed}: {v}");
+        let path = status_path(&sb);
+        if needs_content {
+            assert_ne!(path, "none", "seed {seed}: no trace");
+        } else {
+            assert_eq!(path, "fast", "seed {seed}: the fast pass was not taken");
+        }
+    }
+}
+
+fn p_exists(sb: &Sandbox, rel: &str) -> bool {
+    sb.path(rel).symlink_metadata().is_ok()
+}
