@@ -119,8 +119,9 @@ pub(super) fn entries(
 
 /// How many threads share `entries` index entries.
 fn threads_for(entries: usize) -> usize {
-    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // The CPUs this process may run on: one system call, where std's `available_parallelism`
+    // also reads three cgroup files (a tenth of a small repository's status).
+    let cpus = rustix::thread::sched_getaffinity(None).map_or(1, |set| set.count() as usize);
     (entries / ENTRIES_PER_THREAD).clamp(1, cpus.clamp(1, MAX_THREADS))
 }
 
