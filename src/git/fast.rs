@@ -2,29 +2,39 @@
 //!
 //! When the index's cache-tree proves that HEAD → index has nothing to report (see
 //! `cache_tree_matches` in `native.rs`), what is left of a status is: compare every index entry
-//! with the file on disk, and list the untracked files. gix answers both, but its comparison
-//! pays for things this one question does not need: an absolute path per entry (every lookup
-//! walks the whole directory chain in the kernel again), a leading-directory symlink check kept
-//! as a path stack, and a pathspec and attribute stack per entry. Here the entries are compared
-//! the way git's `preload-index` does it, a share of the index per thread, but each directory is
-//! opened once (`O_PATH | O_NOFOLLOW`, one component at a time, so a directory replaced by a
-//! symbolic link is never followed) and its files are looked up by name relative to it. The
-//! untracked files come from gix's own directory walk (`Repository::dirwalk`, configured as gix's
-//! status configures it), on a thread of its own while the entries are compared.
+//! with the file on disk, and list the untracked files. gix answers both, but pays for things
+//! this one question does not need: an absolute path per entry (every lookup walks the whole
+//! directory chain in the kernel again), a leading-directory symlink check kept as a path stack,
+//! a pathspec and attribute stack per entry, and a second, separate walk of every directory for
+//! the untracked files. Here the index is shared between threads the way git's `preload-index`
+//! shares it (500 entries a thread at least), each directory is opened once (one component at
+//! a time with `O_NOFOLLOW`, so a directory replaced by a symbolic link is never followed), its
+//! tracked files are looked up by name relative to it, and the thread that holds the first
+//! entry below a directory also reads that directory for the untracked files, with the same
+//! descriptor.
 //!
 //! Every decision uses gix's own rules and primitives, so the answer is gix's answer:
-//! `Stat::matches` and `Stat::is_racy` with the repository's `stat_options()`,
-//! `Mode::change_to_match_fs_with_values` with its `filesystem_options()`, and the size test of
-//! gix-status' `FastEq` (a tracked file whose size differs from the size the index recorded is
-//! modified, unless the index zeroed that size for a racily clean entry). An entry that only a
-//! look at its content can settle — stat data moved but the size did not, or a racily clean
-//! entry — and anything unusual (a submodule, an error other than "not there", a path git would
-//! never write) makes this pass give up, and the caller runs gix's full status instead, so the
-//! fast path is only ever taken where its answer cannot differ.
+//! - tracked files: `Stat::matches` and `Stat::is_racy` with the repository's `stat_options()`,
+//!   `Mode::change_to_match_fs_with_values` with its `filesystem_options()`, and the size test
+//!   of gix-status' `FastEq` (a size other than the one the index recorded is a modification,
+//!   unless the index zeroed it for a racily clean entry);
+//! - untracked paths: gix-dir's classification — a name the index has (as a file, or as a
+//!   directory of entries) is tracked; any other is checked against the ignore rules through
+//!   gix's own exclude stack (`Repository::excludes`, the sources gix's status uses); an
+//!   untracked directory that is not ignored is a nested repository (`dir/`) when its `.git`
+//!   is one (`gix::discover::is_git`, and not this repository's own), else it is read in turn;
+//!   `.git` is never listed; only files and symbolic links are reported.
 //!
-//! Facts from gix 0.90 / gix-status 0.37 (`index_as_worktree::function::State::compute_status`,
-//! `traits::FastEq`) and git 2.47 (`preload-index.c`: 500 entries a thread at least).
+//! An entry that only a look at its content can settle — stat data moved but the size did not,
+//! or a racily clean entry — and anything unusual (a submodule, an error other than "not
+//! there", a path git would never write, a case-insensitive repository, a directory nested
+//! deeper than [`MAX_DEPTH`]) makes the pass give up, and the caller runs gix's full status
+//! instead: the fast path is only ever taken where its answer cannot differ.
+//!
+//! Facts from gix 0.90, gix-status 0.37 (`index_as_worktree::function::State::compute_status`,
+//! `traits::FastEq`), gix-dir 0.32 (`walk::classify::path`) and git 2.47 (`preload-index.c`).
 
+use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,6 +48,14 @@ use rustix::io::Errno;
 /// position and git's Y letter (`M` modified, `D` deleted, `T` type changed).
 pub(super) type Change = (usize, char);
 
+/// What the pass found: the changed entries sorted by index position, and the untracked
+/// paths (nested repositories as `dir/`), unsorted.
+#[derive(Default)]
+pub(super) struct Found {
+    pub changes: Vec<Change>,
+    pub untracked: Vec<Vec<u8>>,
+}
+
 /// Why the fast pass gave up, in a few words: the caller runs gix's full status instead.
 #[derive(Debug)]
 pub(super) struct GiveUp(pub &'static str);
@@ -46,6 +64,10 @@ pub(super) struct GiveUp(pub &'static str);
 const ENTRIES_PER_THREAD: usize = 500;
 /// Most threads the entry pass uses.
 const MAX_THREADS: usize = 8;
+/// Deepest untracked directory the pass reads (a deeper one is left to gix).
+pub(super) const MAX_DEPTH: usize = 256;
+/// Bytes of directory entries read at a time.
+const DIR_BUFFER: usize = 32 * 1024;
 
 /// The repository's settings the comparison needs, read once.
 #[derive(Clone, Copy)]
@@ -55,21 +77,29 @@ pub(super) struct Rules {
     pub executable_bit: bool,
 }
 
-/// Compares every index entry with the work tree at `workdir`; returns the changed ones sorted
-/// by index position. `stop` is set by the caller to end the pass early (its result is then
-/// not used).
+/// What the untracked side needs from the repository: a handle each thread can open, and the
+/// real path of the repository's own directory (a nested `.git` that resolves to it is not a
+/// nested repository, as gix-dir decides).
+pub(super) struct Shared<'a> {
+    pub repo: &'a gix::ThreadSafeRepository,
+    pub git_dir_realpath: &'a Path,
+}
+
+/// Compares every index entry with the work tree at `workdir` and lists the untracked paths.
 ///
-/// Errors: [`GiveUp`] when an entry needs more than its stat data to decide (see the module
-/// documentation) or the work tree cannot be read as expected.
-pub(super) fn entries(
+/// Errors: [`GiveUp`] when an entry needs more than its stat data to decide, or anything else
+/// the module documentation lists, or the work tree cannot be read as expected.
+pub(super) fn status(
     workdir: &Path,
     index: &gix::index::State,
     rules: Rules,
-    stop: &AtomicBool,
-) -> Result<Vec<Change>, GiveUp> {
+    shared: &Shared<'_>,
+) -> Result<Found, GiveUp> {
+    let stop = AtomicBool::new(false);
+    let stop = &stop;
     let root = rustix::fs::open(
         workdir,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     )
     .map_err(|_| GiveUp("the work tree cannot be opened"))?;
@@ -78,21 +108,32 @@ pub(super) fn entries(
     let share = all.len().div_ceil(threads.max(1)).max(1);
     let pass = |start: usize| {
         let end = (start + share).min(all.len());
-        Pass {
+        let repo = shared.repo.to_thread_local();
+        let result = Pass {
             root: root.as_fd(),
+            workdir,
             index,
             rules,
             dirs: Vec::new(),
             dir: Vec::new(),
             dir_state: DirState::Root,
+            repo: &repo,
+            git_dir_realpath: shared.git_dir_realpath,
+            excludes: None,
+            buf: Vec::new(),
+            found: Found::default(),
         }
-        .run(all, start..end, stop)
+        .run(all, start..end, stop);
+        if result.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        result
     };
-    let mut out = Vec::new();
+    let mut out = Found::default();
     if threads <= 1 {
         out = pass(0)?;
     } else {
-        let parts: Vec<Result<Vec<Change>, GiveUp>> = std::thread::scope(|s| {
+        let parts: Vec<Result<Found, GiveUp>> = std::thread::scope(|s| {
             let handles: Vec<_> = (1..threads)
                 .map(|i| {
                     let pass = &pass;
@@ -111,7 +152,9 @@ pub(super) fn entries(
             parts
         });
         for part in parts {
-            out.extend(part?);
+            let part = part?;
+            out.changes.extend(part.changes);
+            out.untracked.extend(part.untracked);
         }
     }
     Ok(out)
@@ -138,6 +181,7 @@ enum DirState {
 /// One thread's share of the entries.
 struct Pass<'a> {
     root: BorrowedFd<'a>,
+    workdir: &'a Path,
     index: &'a gix::index::State,
     rules: Rules,
     /// The open directories of the current path, one per component, outermost first.
@@ -145,16 +189,26 @@ struct Pass<'a> {
     /// The current directory's path, `/`-separated, without a trailing `/`.
     dir: Vec<u8>,
     dir_state: DirState,
+    repo: &'a gix::Repository,
+    git_dir_realpath: &'a Path,
+    /// gix's exclude stack, made when the first untracked name is seen.
+    excludes: Option<gix::AttributeStack<'a>>,
+    /// Directory entries as read.
+    buf: Vec<MaybeUninit<u8>>,
+    found: Found,
 }
 
-impl Pass<'_> {
+impl<'a> Pass<'a> {
     fn run(
         mut self,
         all: &[gix::index::Entry],
         range: std::ops::Range<usize>,
         stop: &AtomicBool,
-    ) -> Result<Vec<Change>, GiveUp> {
-        let mut out = Vec::new();
+    ) -> Result<Found, GiveUp> {
+        if range.start == 0 {
+            // The first share reads the top of the work tree.
+            self.read_dir(self.root, &[], 0)?;
+        }
         for i in range {
             if i % 64 == 0 && stop.load(Ordering::Relaxed) {
                 break;
@@ -173,15 +227,20 @@ impl Pass<'_> {
                 return Err(GiveUp("a submodule"));
             }
             let path = entry.path_in(self.index.path_backing());
-            if let Some(letter) = self.compare(entry, path)? {
-                out.push((i, letter));
+            if let Some(letter) = self.compare(i, entry, path)? {
+                self.found.changes.push((i, letter));
             }
         }
-        Ok(out)
+        Ok(self.found)
     }
 
     /// The Y letter of one entry, `None` when it is unchanged.
-    fn compare(&mut self, entry: &gix::index::Entry, path: &BStr) -> Result<Option<char>, GiveUp> {
+    fn compare(
+        &mut self,
+        i: usize,
+        entry: &gix::index::Entry,
+        path: &BStr,
+    ) -> Result<Option<char>, GiveUp> {
         let (dir, name) = match path.rfind_byte(b'/') {
             Some(i) => (&path[..i], &path[i + 1..]),
             None => (&path[..0], &path[..]),
@@ -189,7 +248,7 @@ impl Pass<'_> {
         if !sane(name) {
             return Err(GiveUp("a path git would not write"));
         }
-        self.enter(dir)?;
+        self.enter(i, dir)?;
         let at = match self.dir_state {
             DirState::Gone => return Ok(Some('D')),
             DirState::Root => self.root,
@@ -257,9 +316,10 @@ impl Pass<'_> {
     }
 
     /// Makes `dir` (a `/`-separated path relative to the top, "" for the top) the current
-    /// directory, opening what is not open yet, one component at a time without following
-    /// symbolic links.
-    fn enter(&mut self, dir: &BStr) -> Result<(), GiveUp> {
+    /// directory of entry `i`, opening what is not open yet, one component at a time without
+    /// following symbolic links; a directory whose first entry is `i` is read for untracked
+    /// names as it is opened.
+    fn enter(&mut self, i: usize, dir: &BStr) -> Result<(), GiveUp> {
         if dir.as_bytes() == self.dir.as_slice() && !matches!(self.dir_state, DirState::Root) {
             return Ok(());
         }
@@ -290,18 +350,20 @@ impl Pass<'_> {
         };
         self.dirs.truncate(shared);
         self.dir_state = DirState::Open;
-        for component in &components[shared..] {
+        for (depth, component) in components.iter().enumerate().skip(shared) {
             let parent = match self.dirs.last() {
                 Some(fd) => fd.as_fd(),
                 None => self.root,
             };
-            match rustix::fs::openat(
-                parent,
-                *component,
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-            ) {
-                Ok(fd) => self.dirs.push(fd),
+            match open_dir(parent, component) {
+                Ok(fd) => {
+                    // The first entry below this directory: this share reads it.
+                    let prefix = &dir[..components[..=depth].iter().map(|c| c.len() + 1).sum::<usize>() - 1];
+                    if self.first_below(i, prefix) {
+                        self.read_dir(fd.as_fd(), prefix, 0)?;
+                    }
+                    self.dirs.push(fd);
+                }
                 // Missing, a file, or a symbolic link (O_NOFOLLOW | O_DIRECTORY): gix's path
                 // check calls the entries below it removed.
                 Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {
@@ -316,6 +378,142 @@ impl Pass<'_> {
         self.dir.extend_from_slice(dir.as_bytes());
         Ok(())
     }
+
+    /// Whether entry `i` is the first index entry below the directory `prefix`.
+    fn first_below(&self, i: usize, prefix: &[u8]) -> bool {
+        let Some(before) = i.checked_sub(1).and_then(|j| self.index.entries().get(j)) else {
+            return true;
+        };
+        let path = before.path(self.index);
+        !(path.len() > prefix.len() && path.starts_with(prefix) && path[prefix.len()] == b'/')
+    }
+
+    /// Reads the directory open as `fd` (`prefix` from the top, empty for the top) and records
+    /// its untracked names; `depth` counts untracked directories above it.
+    fn read_dir(&mut self, fd: BorrowedFd<'_>, prefix: &[u8], depth: usize) -> Result<(), GiveUp> {
+        if depth > MAX_DEPTH {
+            return Err(GiveUp("an untracked directory nested too deep"));
+        }
+        if self.buf.is_empty() {
+            self.buf.resize(DIR_BUFFER, MaybeUninit::uninit());
+        }
+        let mut names: Vec<(Vec<u8>, FileType)> = Vec::new();
+        let mut buf = std::mem::take(&mut self.buf);
+        let mut raw = rustix::fs::RawDir::new(fd, &mut buf);
+        while let Some(entry) = raw.next() {
+            let entry = entry.map_err(|_| GiveUp("a directory cannot be read"))?;
+            let name = entry.file_name().to_bytes();
+            if name != b"." && name != b".." && name != b".git" {
+                names.push((name.to_vec(), entry.file_type()));
+            }
+        }
+        self.buf = buf;
+        let mut path = Vec::with_capacity(prefix.len() + 64);
+        for (name, kind) in names {
+            path.clear();
+            if !prefix.is_empty() {
+                path.extend_from_slice(prefix);
+                path.push(b'/');
+            }
+            path.extend_from_slice(&name);
+            let kind = if kind == FileType::Unknown {
+                match rustix::fs::statat(fd, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => FileType::from_raw_mode(st.st_mode),
+                    Err(Errno::NOENT) => continue,
+                    Err(_) => return Err(GiveUp("a file cannot be looked at")),
+                }
+            } else {
+                kind
+            };
+            if kind == FileType::Directory {
+                path.push(b'/');
+                let tracked = self
+                    .index
+                    .prefixed_entries_range(path.as_bstr())
+                    .is_some_and(|r| !r.is_empty());
+                path.pop();
+                if !tracked {
+                    self.untracked_dir(fd, &name, &path, depth + 1)?;
+                }
+            } else if self.index.entry_by_path(path.as_bstr()).is_none()
+                && matches!(kind, FileType::RegularFile | FileType::Symlink)
+                && !self.excluded(&path, false)?
+            {
+                self.found.untracked.push(path.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// An untracked directory `name` in `parent`, at `path`: ignored, a nested repository, or
+    /// read in turn.
+    fn untracked_dir(
+        &mut self,
+        parent: BorrowedFd<'_>,
+        name: &[u8],
+        path: &[u8],
+        depth: usize,
+    ) -> Result<(), GiveUp> {
+        if self.excluded(path, true)? {
+            return Ok(());
+        }
+        let dot_git = {
+            use std::os::unix::ffi::OsStrExt;
+            self.workdir
+                .join(std::ffi::OsStr::from_bytes(path))
+                .join(".git")
+        };
+        if gix::discover::is_git(&dot_git).is_ok()
+            && gix::path::realpath(&dot_git).ok().as_deref() != Some(self.git_dir_realpath)
+        {
+            let mut repo = path.to_vec();
+            repo.push(b'/');
+            self.found.untracked.push(repo);
+            return Ok(());
+        }
+        match open_dir(parent, name) {
+            Ok(fd) => self.read_dir(fd.as_fd(), path, depth),
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => Ok(()),
+            Err(_) => Err(GiveUp("a directory cannot be opened")),
+        }
+    }
+
+    /// Whether gix's ignore rules exclude `path` (a directory when `is_dir`).
+    fn excluded(&mut self, path: &[u8], is_dir: bool) -> Result<bool, GiveUp> {
+        if self.excludes.is_none() {
+            self.excludes = Some(
+                self.repo
+                    .excludes(
+                        self.index,
+                        None,
+                        gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped,
+                    )
+                    .map_err(|_| GiveUp("the ignore rules cannot be read"))?,
+            );
+        }
+        let Some(stack) = self.excludes.as_mut() else {
+            return Err(GiveUp("the ignore rules cannot be read"));
+        };
+        let mode = if is_dir {
+            gix::index::entry::Mode::DIR
+        } else {
+            gix::index::entry::Mode::FILE
+        };
+        stack
+            .at_entry(path.as_bstr(), Some(mode))
+            .map(|platform| platform.is_excluded())
+            .map_err(|_| GiveUp("the ignore rules cannot be read"))
+    }
+}
+
+/// Opens the directory `name` in `parent` for reading, never through a symbolic link.
+fn open_dir(parent: BorrowedFd<'_>, name: &[u8]) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
 }
 
 /// A path component git could have written: not empty, not `.` or `..`, no NUL. Anything else
@@ -333,54 +531,5 @@ fn time(secs: impl TryInto<u64>, nsecs: impl TryInto<u32>) -> gix::index::entry:
             nsecs,
         },
         _ => Default::default(),
-    }
-}
-
-/// The untracked files and nested repositories (`dir/`), from gix's directory walk configured
-/// as gix's status configures it with untracked files listed one by one. Runs on the calling
-/// thread; `stop` ends it early.
-pub(super) fn untracked(
-    repo: &gix::Repository,
-    index: &gix::index::State,
-    stop: &AtomicBool,
-) -> Result<Vec<String>, GiveUp> {
-    let options = repo
-        .dirwalk_options()
-        .map_err(|_| GiveUp("no directory walk options"))?
-        .emit_untracked(gix::dir::walk::EmissionMode::Matching);
-    let mut found = Untracked(Vec::new());
-    repo.dirwalk(
-        index,
-        std::iter::empty::<&BStr>(),
-        stop,
-        options,
-        &mut found,
-    )
-    .map_err(|_| GiveUp("the directory walk failed"))?;
-    Ok(found.0)
-}
-
-/// Collects what gix's status reports as untracked, named as `native.rs` names it.
-struct Untracked(Vec<String>);
-
-impl gix::dir::walk::Delegate for Untracked {
-    fn emit(
-        &mut self,
-        entry: gix::dir::EntryRef<'_>,
-        _collapsed: Option<gix::dir::entry::Status>,
-    ) -> gix::dir::walk::Action {
-        use gix::dir::entry::Kind;
-        if entry.status == gix::dir::entry::Status::Untracked {
-            match entry.disk_kind {
-                Some(Kind::Untrackable | Kind::Directory) | None => {}
-                Some(Kind::Repository) => {
-                    let mut path = super::record_path(entry.rela_path.as_bytes());
-                    path.push('/');
-                    self.0.push(path);
-                }
-                Some(_) => self.0.push(super::record_path(entry.rela_path.as_bytes())),
-            }
-        }
-        std::ops::ControlFlow::Continue(())
     }
 }

@@ -304,7 +304,6 @@ impl Native {
         in_scope: &dyn Fn(&str) -> bool,
     ) -> Result<RawStatus, super::fast::GiveUp> {
         use super::fast::GiveUp;
-        use std::sync::atomic::{AtomicBool, Ordering};
         let workdir = self.repo.workdir().ok_or(GiveUp("no work tree"))?;
         let caps = self
             .repo
@@ -318,37 +317,32 @@ impl Native {
             symlinks: caps.symlink,
             executable_bit: caps.executable_bit,
         };
-        let stop = AtomicBool::new(false);
         let shared = self.repo.clone().into_sync();
-        let (changes, untracked) = std::thread::scope(|s| {
-            let walk = std::thread::Builder::new()
-                .name("pas-agent-untracked".into())
-                .spawn_scoped(s, || {
-                    super::fast::untracked(&shared.to_thread_local(), index, &stop)
-                });
-            let changes = super::fast::entries(workdir, index, rules, &stop);
-            if changes.is_err() {
-                stop.store(true, Ordering::Relaxed);
-            }
-            let untracked = match walk {
-                Ok(h) => h
-                    .join()
-                    .unwrap_or(Err(GiveUp("the directory walk's thread failed"))),
-                Err(_) => Err(GiveUp("no thread for the directory walk")),
-            };
-            (changes, untracked)
-        });
-        let (changes, untracked) = (changes?, untracked?);
+        let git_dir_realpath = gix::path::realpath(self.repo.git_dir())
+            .map_err(|_| GiveUp("the repository's own directory cannot be resolved"))?;
+        if caps.ignore_case {
+            return Err(GiveUp("a case-insensitive repository"));
+        }
+        let found = super::fast::status(
+            workdir,
+            index,
+            rules,
+            &super::fast::Shared {
+                repo: &shared,
+                git_dir_realpath: &git_dir_realpath,
+            },
+        )?;
         let mut out = RawStatus::new();
         let entries = index.entries();
-        for (i, letter) in changes {
+        for (i, letter) in found.changes {
             let entry = entries.get(i).ok_or(GiveUp("an entry out of range"))?;
             let path = path_string(entry.path(index));
             if in_scope(&path) {
                 out.entry(path).or_default().y = Some(letter);
             }
         }
-        for path in untracked {
+        for path in found.untracked {
+            let path = super::record_path(&path);
             if in_scope(&path) {
                 out.entry(path).or_default().untracked = true;
             }

@@ -505,6 +505,16 @@ fn status_fast_pass_matches_gix_and_git_on_generated_work_trees() {
             }
         }
         sb.write("top.sh", "#!/bin/sh\n");
+        // Enough entries for several threads, so that directories straddle their shares.
+        for d in 0..30 {
+            for f in 0..40 {
+                let path = format!("many/m{d:02}/f{f:02}.txt");
+                sb.write(&path, format!("{path}\n"));
+            }
+        }
+        // A tracked file inside a directory the ignore rules name.
+        sb.write("build/tracked.txt", "tracked although build/ is ignored\n");
+        sb.git(&["add", "-f", "build/tracked.txt"]);
         std::os::unix::fs::symlink("d0/f0.txt", sb.path("link")).unwrap();
         tracked.push("link".into());
         age_files(&sb);
@@ -576,6 +586,23 @@ fn status_fast_pass_matches_gix_and_git_on_generated_work_trees() {
         sb.write("only-ignored/x.log", "a directory of ignored files\n");
         std::fs::create_dir_all(sb.path("empty/dir")).unwrap();
         std::os::unix::fs::symlink("d0", sb.path("untracked-link")).unwrap();
+        for d in 0..30 {
+            if dice.roll(3) == 0 {
+                sb.write(&format!("many/m{d:02}/untracked.txt"), "new\n");
+            }
+            if dice.roll(5) == 0 {
+                sb.write(&format!("many/m{d:02}/new/deep/er/file.txt"), "new\n");
+            }
+        }
+        sb.write("many/zz-new.txt", "after the last entry\n");
+        sb.write("build/new.o", "untracked in an ignored directory with a tracked file\n");
+        sb.write("fake-repo/.git", "not a repository\n");
+        sb.write("fake-repo/file.txt", "inside a directory whose .git is not a repository\n");
+        let fifo = Command::new("mkfifo")
+            .arg(sb.path("d0/a-fifo"))
+            .status()
+            .unwrap();
+        assert!(fifo.success());
         if dice.roll(2) == 0 {
             sb.write("nested/file.txt", "inside a nested repository\n");
             let out = Command::new("git")
