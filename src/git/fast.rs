@@ -216,7 +216,10 @@ impl<'a> Pass<'a> {
             let entry = &all[i];
             // As gix-status: entries git marks as not to be looked at count as unchanged.
             if entry.flags.intersects(
-                Flags::UPTODATE | Flags::SKIP_WORKTREE | Flags::ASSUME_VALID | Flags::FSMONITOR_VALID,
+                Flags::UPTODATE
+                    | Flags::SKIP_WORKTREE
+                    | Flags::ASSUME_VALID
+                    | Flags::FSMONITOR_VALID,
             ) {
                 continue;
             }
@@ -243,7 +246,7 @@ impl<'a> Pass<'a> {
     ) -> Result<Option<char>, GiveUp> {
         let (dir, name) = match path.rfind_byte(b'/') {
             Some(i) => (&path[..i], &path[i + 1..]),
-            None => (&path[..0], &path[..]),
+            None => (&path[..0], path),
         };
         if !sane(name) {
             return Err(GiveUp("a path git would not write"));
@@ -358,7 +361,11 @@ impl<'a> Pass<'a> {
             match open_dir(parent, component) {
                 Ok(fd) => {
                     // The first entry below this directory: this share reads it.
-                    let prefix = &dir[..components[..=depth].iter().map(|c| c.len() + 1).sum::<usize>() - 1];
+                    let prefix = &dir[..components[..=depth]
+                        .iter()
+                        .map(|c| c.len() + 1)
+                        .sum::<usize>()
+                        - 1];
                     if self.first_below(i, prefix) {
                         self.read_dir(fd.as_fd(), prefix, 0)?;
                     }

@@ -460,7 +460,11 @@ fn status_path(sb: &Sandbox) -> String {
         .env("PAS_AGENT_STATUS_TRACE", "1")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stderr)
         .lines()
         .find_map(|l| l.strip_prefix("pas-agent: status: "))
@@ -474,8 +478,17 @@ fn age_files(sb: &Sandbox) {
     let status = Command::new("find")
         .arg(sb.path("."))
         .args([
-            "-path", "*/.git", "-prune", "-o", "-exec",
-            "touch", "-h", "-d", "2020-01-01 00:00:00", "{}", "+",
+            "-path",
+            "*/.git",
+            "-prune",
+            "-o",
+            "-exec",
+            "touch",
+            "-h",
+            "-d",
+            "2020-01-01 00:00:00",
+            "{}",
+            "+",
         ])
         .status()
         .unwrap();
@@ -497,7 +510,9 @@ fn status_fast_pass_matches_gix_and_git_on_generated_work_trees() {
         sb.write(".gitignore", "*.log\n!keep.log\nbuild/\n/top-only.txt\n");
         sb.write("d1/.gitignore", "secret*\n!secret-kept.txt\n");
         let mut tracked = Vec::new();
-        for d in ["d0", "d1", "d1/e0", "d1/e1", "d2", "d2/e0/f0", "sp ace", "ünï"] {
+        for d in [
+            "d0", "d1", "d1/e0", "d1/e1", "d2", "d2/e0/f0", "sp ace", "ünï",
+        ] {
             for f in 0..4 {
                 let path = format!("{d}/f{f}.txt");
                 sb.write(&path, format!("{path} {seed}\n"));
@@ -595,9 +610,15 @@ fn status_fast_pass_matches_gix_and_git_on_generated_work_trees() {
             }
         }
         sb.write("many/zz-new.txt", "after the last entry\n");
-        sb.write("build/new.o", "untracked in an ignored directory with a tracked file\n");
+        sb.write(
+            "build/new.o",
+            "untracked in an ignored directory with a tracked file\n",
+        );
         sb.write("fake-repo/.git", "not a repository\n");
-        sb.write("fake-repo/file.txt", "inside a directory whose .git is not a repository\n");
+        sb.write(
+            "fake-repo/file.txt",
+            "inside a directory whose .git is not a repository\n",
+        );
         let fifo = Command::new("mkfifo")
             .arg(sb.path("d0/a-fifo"))
             .status()
