@@ -66,6 +66,8 @@ const ENTRIES_PER_THREAD: usize = 500;
 const MAX_THREADS: usize = 8;
 /// Deepest untracked directory the pass reads (a deeper one is left to gix).
 pub(super) const MAX_DEPTH: usize = 256;
+/// Entries a thread takes at a time.
+const CHUNK: usize = 256;
 /// Bytes of directory entries read at a time.
 const DIR_BUFFER: usize = 32 * 1024;
 
@@ -105,9 +107,11 @@ pub(super) fn status(
     .map_err(|_| GiveUp("the work tree cannot be opened"))?;
     let all = index.entries();
     let threads = threads_for(all.len());
-    let share = all.len().div_ceil(threads.max(1)).max(1);
-    let pass = |start: usize| {
-        let end = (start + share).min(all.len());
+    // Threads take chunks of entries in order from a shared counter, so that the one that also
+    // started the process's other work does less of it.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let next = &next;
+    let pass = |_: usize| {
         let repo = shared.repo.to_thread_local();
         let result = Pass {
             root: root.as_fd(),
@@ -123,7 +127,7 @@ pub(super) fn status(
             buf: Vec::new(),
             found: Found::default(),
         }
-        .run(all, start..end, stop);
+        .run(all, next, stop);
         if result.is_err() {
             stop.store(true, Ordering::Relaxed);
         }
@@ -139,7 +143,7 @@ pub(super) fn status(
                     let pass = &pass;
                     std::thread::Builder::new()
                         .name("pas-agent-status".into())
-                        .spawn_scoped(s, move || pass(i * share))
+                        .spawn_scoped(s, move || pass(i))
                 })
                 .collect();
             let mut parts = vec![pass(0)];
@@ -202,16 +206,36 @@ impl<'a> Pass<'a> {
     fn run(
         mut self,
         all: &[gix::index::Entry],
-        range: std::ops::Range<usize>,
+        next: &std::sync::atomic::AtomicUsize,
         stop: &AtomicBool,
     ) -> Result<Found, GiveUp> {
-        if range.start == 0 {
-            // The first share reads the top of the work tree.
+        if all.is_empty() {
             self.read_dir(self.root, &[], 0)?;
         }
+        loop {
+            let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+            if start >= all.len() {
+                break;
+            }
+            if start == 0 {
+                // Whoever takes the first chunk reads the top of the work tree.
+                self.read_dir(self.root, &[], 0)?;
+            }
+            self.chunk(all, start..(start + CHUNK).min(all.len()), stop)?;
+        }
+        Ok(self.found)
+    }
+
+    /// Compares the entries of `range`.
+    fn chunk(
+        &mut self,
+        all: &[gix::index::Entry],
+        range: std::ops::Range<usize>,
+        stop: &AtomicBool,
+    ) -> Result<(), GiveUp> {
         for i in range {
             if i % 64 == 0 && stop.load(Ordering::Relaxed) {
-                break;
+                return Err(GiveUp("another thread gave up"));
             }
             let entry = &all[i];
             // As gix-status: entries git marks as not to be looked at count as unchanged.
@@ -234,7 +258,7 @@ impl<'a> Pass<'a> {
                 self.found.changes.push((i, letter));
             }
         }
-        Ok(self.found)
+        Ok(())
     }
 
     /// The Y letter of one entry, `None` when it is unchanged.
@@ -415,6 +439,16 @@ impl<'a> Pass<'a> {
             }
         }
         self.buf = buf;
+        // The index entries below this directory: each name is looked up among them only.
+        let below = if prefix.is_empty() {
+            0..self.index.entries().len()
+        } else {
+            let mut dir = prefix.to_vec();
+            dir.push(b'/');
+            self.index
+                .prefixed_entries_range(dir.as_bstr())
+                .unwrap_or(0..0)
+        };
         let mut path = Vec::with_capacity(prefix.len() + 64);
         for (name, kind) in names {
             path.clear();
@@ -434,15 +468,12 @@ impl<'a> Pass<'a> {
             };
             if kind == FileType::Directory {
                 path.push(b'/');
-                let tracked = self
-                    .index
-                    .prefixed_entries_range(path.as_bstr())
-                    .is_some_and(|r| !r.is_empty());
+                let tracked = self.has_below(below.clone(), &path);
                 path.pop();
                 if !tracked {
                     self.untracked_dir(fd, &name, &path, depth + 1)?;
                 }
-            } else if self.index.entry_by_path(path.as_bstr()).is_none()
+            } else if !self.has_entry(below.clone(), &path)
                 && matches!(kind, FileType::RegularFile | FileType::Symlink)
                 && !self.excluded(&path, false)?
             {
@@ -450,6 +481,23 @@ impl<'a> Pass<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Whether an entry of `range` (sorted, as the index is) is `path`.
+    fn has_entry(&self, range: std::ops::Range<usize>, path: &[u8]) -> bool {
+        let entries = &self.index.entries()[range];
+        entries
+            .binary_search_by(|e| e.path(self.index).as_bytes().cmp(path))
+            .is_ok()
+    }
+
+    /// Whether an entry of `range` lies below `dir` (`/`-terminated).
+    fn has_below(&self, range: std::ops::Range<usize>, dir: &[u8]) -> bool {
+        let entries = &self.index.entries()[range];
+        let at = entries.partition_point(|e| e.path(self.index).as_bytes() < dir);
+        entries
+            .get(at)
+            .is_some_and(|e| e.path(self.index).as_bytes().starts_with(dir))
     }
 
     /// An untracked directory `name` in `parent`, at `path`: ignored, a nested repository, or
