@@ -85,6 +85,9 @@ pub(super) struct Rules {
 pub(super) struct Shared<'a> {
     pub repo: &'a gix::ThreadSafeRepository,
     pub git_dir_realpath: &'a Path,
+    /// For a dirty check only: the session root's prefix (`/`-terminated, "" for the top).
+    /// The pass then ends at the first change below it (outside `.pas-agent/`).
+    pub first_change_below: Option<&'a [u8]>,
 }
 
 /// Compares every index entry with the work tree at `workdir` and lists the untracked paths.
@@ -99,6 +102,8 @@ pub(super) fn status(
 ) -> Result<Found, GiveUp> {
     let stop = AtomicBool::new(false);
     let stop = &stop;
+    let enough = AtomicBool::new(false);
+    let enough = &enough;
     let root = rustix::fs::open(
         workdir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -126,6 +131,8 @@ pub(super) fn status(
             excludes: None,
             buf: Vec::new(),
             found: Found::default(),
+            first_change_below: shared.first_change_below,
+            enough,
         }
         .run(all, next, stop);
         if result.is_err() {
@@ -200,6 +207,9 @@ struct Pass<'a> {
     /// Directory entries as read.
     buf: Vec<MaybeUninit<u8>>,
     found: Found,
+    first_change_below: Option<&'a [u8]>,
+    /// Set once a dirty check has its answer: every thread stops.
+    enough: &'a AtomicBool,
 }
 
 impl<'a> Pass<'a> {
@@ -214,7 +224,7 @@ impl<'a> Pass<'a> {
         }
         loop {
             let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-            if start >= all.len() {
+            if start >= all.len() || self.enough.load(Ordering::Relaxed) {
                 break;
             }
             if start == 0 {
@@ -234,6 +244,9 @@ impl<'a> Pass<'a> {
         stop: &AtomicBool,
     ) -> Result<(), GiveUp> {
         for i in range {
+            if self.enough.load(Ordering::Relaxed) {
+                return Ok(());
+            }
             if i % 64 == 0 && stop.load(Ordering::Relaxed) {
                 return Err(GiveUp("another thread gave up"));
             }
@@ -256,6 +269,7 @@ impl<'a> Pass<'a> {
             let path = entry.path_in(self.index.path_backing());
             if let Some(letter) = self.compare(i, entry, path)? {
                 self.found.changes.push((i, letter));
+                self.note_change(path);
             }
         }
         Ok(())
@@ -451,6 +465,9 @@ impl<'a> Pass<'a> {
         };
         let mut path = Vec::with_capacity(prefix.len() + 64);
         for (name, kind) in names {
+            if self.enough.load(Ordering::Relaxed) {
+                return Ok(());
+            }
             path.clear();
             if !prefix.is_empty() {
                 path.extend_from_slice(prefix);
@@ -477,10 +494,21 @@ impl<'a> Pass<'a> {
                 && matches!(kind, FileType::RegularFile | FileType::Symlink)
                 && !self.excluded(&path, false)?
             {
+                self.note_change(&path);
                 self.found.untracked.push(path.clone());
             }
         }
         Ok(())
+    }
+
+    /// For a dirty check: a change at `path` in the session's part of the tree is the answer.
+    fn note_change(&self, path: &[u8]) {
+        if let Some(prefix) = self.first_change_below
+            && let Some(rest) = path.strip_prefix(prefix)
+            && !(rest.starts_with(b".pas-agent/") || rest == b".pas-agent")
+        {
+            self.enough.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Whether an entry of `range` (sorted, as the index is) is `path`.
@@ -523,6 +551,7 @@ impl<'a> Pass<'a> {
         {
             let mut repo = path.to_vec();
             repo.push(b'/');
+            self.note_change(&repo);
             self.found.untracked.push(repo);
             return Ok(());
         }

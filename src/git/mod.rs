@@ -355,7 +355,7 @@ impl Repo {
     pub fn status(&self, detail: Detail) -> GitResult<WorkTree> {
         let in_scope = |path: &str| self.in_scope(path);
         let (head, raw) = self.ask(
-            |n| n.status(detail, &in_scope),
+            |n| n.status(detail, &self.prefix, &in_scope),
             || cli::status(&self.top, detail, &in_scope),
         )?;
         let mut files: Vec<FileState> = raw

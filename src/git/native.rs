@@ -154,9 +154,12 @@ impl Native {
         })
     }
 
+    /// HEAD and the changed paths that `in_scope` keeps; `prefix` is the session root's
+    /// (see `Repo::in_scope`), for ending a dirty check at its first change.
     pub fn status(
         &self,
         detail: Detail,
+        prefix: &str,
         in_scope: &dyn Fn(&str) -> bool,
     ) -> GitResult<(Head, RawStatus)> {
         use gix::status::{Item, UntrackedFiles, index_worktree};
@@ -177,7 +180,7 @@ impl Native {
         // With HEAD → index proven empty, what is left is the work tree: compared by the fast
         // pass where its answer cannot differ from gix's (`fast.rs`), else by gix below.
         if skip_tree_index {
-            match self.fast_status(&index, in_scope) {
+            match self.fast_status(&index, detail, prefix, in_scope) {
                 Ok(out) => {
                     trace("fast");
                     return Ok((head, out));
@@ -301,6 +304,8 @@ impl Native {
     fn fast_status(
         &self,
         index: &gix::index::State,
+        detail: Detail,
+        prefix: &str,
         in_scope: &dyn Fn(&str) -> bool,
     ) -> Result<RawStatus, super::fast::GiveUp> {
         use super::fast::GiveUp;
@@ -330,6 +335,7 @@ impl Native {
             &super::fast::Shared {
                 repo: &shared,
                 git_dir_realpath: &git_dir_realpath,
+                first_change_below: (detail == Detail::Dirty).then_some(prefix.as_bytes()),
             },
         )?;
         let mut out = RawStatus::new();

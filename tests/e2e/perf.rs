@@ -652,3 +652,83 @@ fn status_fast_pass_matches_gix_and_git_on_generated_work_trees() {
 fn p_exists(sb: &Sandbox, rel: &str) -> bool {
     sb.path(rel).symlink_metadata().is_ok()
 }
+
+/// `update` only asks whether the work tree is dirty: the fast pass ends at the first change in
+/// the session's part of the tree, and must still give the right answer — clean, dirty by a
+/// change near the end of the index, dirty by one untracked file, and clean for a session in a
+/// subdirectory whose only change is elsewhere.
+#[test]
+fn fast_dirty_check_gives_the_right_answer() {
+    let sb = Sandbox::repo();
+    for d in 0..12 {
+        for f in 0..100 {
+            sb.write(&format!("sub/m{d:02}/f{f:02}.txt"), format!("{d} {f}\n"));
+        }
+    }
+    sb.write("other/file.txt", "outside the session\n");
+    age_files(&sb);
+    sb.git(&["add", "-A"]);
+    sb.git(&["commit", "-q", "-m", "files"]);
+    sb.git(&["update-index", "-q", "--refresh"]);
+    let round = std::cell::Cell::new(0);
+    let update = |dir: &str| {
+        round.set(round.get() + 1);
+        let out = sb
+            .cmd()
+            .current_dir(sb.path(dir))
+            .args(["update", "--next", &format!("look again ({})", round.get())])
+            .env("PAS_AGENT_STATUS_TRACE", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let trace = String::from_utf8_lossy(&out.stderr).to_string();
+        let session: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(sb.path(&format!("{dir}/.pas-agent/session.json"))).unwrap(),
+        )
+        .unwrap();
+        (session["git"]["dirty"].as_bool().unwrap(), trace)
+    };
+    let init = |dir: &str| {
+        let out = sb
+            .cmd()
+            .current_dir(sb.path(dir))
+            .args(["init", "--task", "t"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // A session in `sub/` (as one made there by an older build, or moved there): its own
+    // files are its part of the tree.
+    init(".");
+    std::fs::rename(sb.path(".pas-agent"), sb.path("sub/.pas-agent")).unwrap();
+    sb.git(&["add", "-A"]);
+    sb.git(&["commit", "-q", "-m", "session"]);
+    age_files(&sb);
+    sb.git(&["update-index", "-q", "--refresh"]);
+    let (dirty, trace) = update("sub");
+    assert!(!dirty, "a clean tree is dirty: {trace}");
+    assert!(trace.contains("status: fast"), "{trace}");
+    sb.write("other/file.txt", "changed, outside the session\n");
+    sb.write("other/new.txt", "untracked, outside the session\n");
+    let (dirty, trace) = update("sub");
+    assert!(
+        !dirty,
+        "a change outside the session made it dirty: {trace}"
+    );
+    sb.write("sub/m11/f99.txt", "the last entry, changed\n");
+    let (dirty, trace) = update("sub");
+    assert!(dirty, "a change to the last entry was missed: {trace}");
+    assert!(trace.contains("status: fast"), "{trace}");
+    sb.git(&["checkout", "--", "sub/m11/f99.txt"]);
+    sb.write("sub/m05/new.txt", "untracked\n");
+    let (dirty, trace) = update("sub");
+    assert!(dirty, "an untracked file was missed: {trace}");
+}
