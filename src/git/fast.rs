@@ -117,7 +117,9 @@ pub(super) fn status(
     let next = std::sync::atomic::AtomicUsize::new(0);
     let next = &next;
     let pass = |_: usize| {
-        let repo = shared.repo.to_thread_local();
+        // A handle of this thread's own, made only if an untracked name must be checked
+        // against the ignore rules.
+        let repo = std::cell::OnceCell::new();
         let result = Pass {
             root: root.as_fd(),
             workdir,
@@ -127,6 +129,7 @@ pub(super) fn status(
             dir: Vec::new(),
             dir_state: DirState::Root,
             repo: &repo,
+            shared: shared.repo,
             git_dir_realpath: shared.git_dir_realpath,
             excludes: None,
             buf: Vec::new(),
@@ -200,7 +203,8 @@ struct Pass<'a> {
     /// The current directory's path, `/`-separated, without a trailing `/`.
     dir: Vec<u8>,
     dir_state: DirState,
-    repo: &'a gix::Repository,
+    repo: &'a std::cell::OnceCell<gix::Repository>,
+    shared: &'a gix::ThreadSafeRepository,
     git_dir_realpath: &'a Path,
     /// gix's exclude stack, made when the first untracked name is seen.
     excludes: Option<gix::AttributeStack<'a>>,
@@ -567,6 +571,7 @@ impl<'a> Pass<'a> {
         if self.excludes.is_none() {
             self.excludes = Some(
                 self.repo
+                    .get_or_init(|| self.shared.to_thread_local())
                     .excludes(
                         self.index,
                         None,
