@@ -57,9 +57,10 @@ fn output(args: &PromptArgs) -> Option<String> {
     // Times are taken before the reads: a write that lands after them makes the file newer
     // than the stamp, so the hook asks again rather than keep an old segment.
     let mut watched = vec![(session_path.clone(), mtime(&session_path))];
-    // The summary, not the whole file: the cost does not grow with the history.
-    let summary = crate::session::summary::load(&project);
-    let loaded = summary.as_ref().map(|s| &s.session);
+    // The summary, not the whole file: the cost does not grow with the history. Without the
+    // latest checkpoint's files, which the prompt does not show.
+    let summary = crate::session::summary::load_without_files(&project);
+    let loaded = summary.as_ref();
     let mut head = None;
     // HEAD matters only for the stale mark, and that needs a checkpoint.
     // The files watched are git's own (HEAD, the branch's ref wherever the layout keeps it,
