@@ -267,27 +267,36 @@ fn write_stamp(id: &str, time: SystemTime) -> Option<PathBuf> {
         return None;
     }
     let dir = stamp_dir()?;
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(&dir).ok()?;
     let path = dir.join(id);
-    let existed = fs::symlink_metadata(&path).is_ok();
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Never follow a link planted where the stamp goes.
-        options.custom_flags(libc::O_NOFOLLOW);
-    }
-    let file = options.open(&path).ok()?;
+    let open = |create: bool| {
+        let mut options = fs::OpenOptions::new();
+        options.write(true).create(create);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            // Never follow a link planted where the stamp goes.
+            options.custom_flags(libc::O_NOFOLLOW);
+        }
+        options.open(&path)
+    };
+    // The stamp usually exists: one open, and the directory is made only when it does not.
+    let (file, new) = match open(false) {
+        Ok(file) => (file, false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut builder = fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::DirBuilderExt;
+                builder.mode(0o700);
+            }
+            builder.create(&dir).ok()?;
+            (open(true).ok()?, true)
+        }
+        Err(_) => return None,
+    };
     file.set_modified(time).ok()?;
-    if !existed {
+    if new {
         prune(&dir, id);
     }
     Some(path)
