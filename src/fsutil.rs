@@ -909,7 +909,9 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadErro
     if !meta.is_file() {
         return Err(ReadError::NotAFile(kind_of(&meta)));
     }
-    let mut buf = Vec::new();
+    // Sized from the metadata: one read and one to see the end, not a doubling from 32 bytes
+    // (ten reads for a 7 KB summary on the prompt's path). The limit still bounds it.
+    let mut buf = Vec::with_capacity(usize::try_from(meta.len().min(limit) + 1).unwrap_or(0));
     (&mut file)
         .take(limit + 1)
         .read_to_end(&mut buf)

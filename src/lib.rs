@@ -22,6 +22,7 @@ pub mod hook;
 pub mod integrate;
 pub mod launch;
 pub mod limits;
+pub mod passwd;
 pub mod session;
 pub mod stale;
 pub mod term;

@@ -57,9 +57,10 @@ fn output(args: &PromptArgs) -> Option<String> {
     // Times are taken before the reads: a write that lands after them makes the file newer
     // than the stamp, so the hook asks again rather than keep an old segment.
     let mut watched = vec![(session_path.clone(), mtime(&session_path))];
-    // The summary, not the whole file: the cost does not grow with the history.
-    let summary = crate::session::summary::load(&project);
-    let loaded = summary.as_ref().map(|s| &s.session);
+    // The summary, not the whole file: the cost does not grow with the history. Without the
+    // latest checkpoint's files, which the prompt does not show.
+    let summary = crate::session::summary::load_without_files(&project);
+    let loaded = summary.as_ref();
     let mut head = None;
     // HEAD matters only for the stale mark, and that needs a checkpoint.
     // The files watched are git's own (HEAD, the branch's ref wherever the layout keeps it,
@@ -266,27 +267,36 @@ fn write_stamp(id: &str, time: SystemTime) -> Option<PathBuf> {
         return None;
     }
     let dir = stamp_dir()?;
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(&dir).ok()?;
     let path = dir.join(id);
-    let existed = fs::symlink_metadata(&path).is_ok();
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Never follow a link planted where the stamp goes.
-        options.custom_flags(libc::O_NOFOLLOW);
-    }
-    let file = options.open(&path).ok()?;
+    let open = |create: bool| {
+        let mut options = fs::OpenOptions::new();
+        options.write(true).create(create);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            // Never follow a link planted where the stamp goes.
+            options.custom_flags(libc::O_NOFOLLOW);
+        }
+        options.open(&path)
+    };
+    // The stamp usually exists: one open, and the directory is made only when it does not.
+    let (file, new) = match open(false) {
+        Ok(file) => (file, false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut builder = fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::DirBuilderExt;
+                builder.mode(0o700);
+            }
+            builder.create(&dir).ok()?;
+            (open(true).ok()?, true)
+        }
+        Err(_) => return None,
+    };
     file.set_modified(time).ok()?;
-    if !existed {
+    if new {
         prune(&dir, id);
     }
     Some(path)
