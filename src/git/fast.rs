@@ -446,29 +446,51 @@ impl<'a> Pass<'a> {
         if self.buf.is_empty() {
             self.buf.resize(DIR_BUFFER, MaybeUninit::uninit());
         }
-        let mut names: Vec<(Vec<u8>, FileType)> = Vec::new();
+        let index = self.index;
+        // The index entries below this directory: each name is looked up among them only.
+        let below = if prefix.is_empty() {
+            0..index.entries().len()
+        } else {
+            let mut dir = prefix.to_vec();
+            dir.push(b'/');
+            index.prefixed_entries_range(dir.as_bstr()).unwrap_or(0..0)
+        };
+        // First the names the index does not have (tracked ones are only looked up), then
+        // what they are.
+        let mut untracked: Vec<(Vec<u8>, FileType)> = Vec::new();
+        let mut path = Vec::with_capacity(prefix.len() + 64);
         let mut buf = std::mem::take(&mut self.buf);
         let mut raw = rustix::fs::RawDir::new(fd, &mut buf);
         while let Some(entry) = raw.next() {
             let entry = entry.map_err(|_| GiveUp("a directory cannot be read"))?;
             let name = entry.file_name().to_bytes();
-            if name != b"." && name != b".." && name != b".git" {
-                names.push((name.to_vec(), entry.file_type()));
+            if name == b"." || name == b".." || name == b".git" {
+                continue;
+            }
+            path.clear();
+            if !prefix.is_empty() {
+                path.extend_from_slice(prefix);
+                path.push(b'/');
+            }
+            path.extend_from_slice(name);
+            let kind = entry.file_type();
+            let tracked = match kind {
+                FileType::Directory => {
+                    path.push(b'/');
+                    let tracked = has_below(index, below.clone(), &path);
+                    path.pop();
+                    tracked
+                }
+                // What it is is looked up below, then the index asked accordingly.
+                FileType::Unknown => false,
+                _ => has_entry(index, below.clone(), &path),
+            };
+            if !tracked {
+                untracked.push((name.to_vec(), kind));
             }
         }
         self.buf = buf;
-        // The index entries below this directory: each name is looked up among them only.
-        let below = if prefix.is_empty() {
-            0..self.index.entries().len()
-        } else {
-            let mut dir = prefix.to_vec();
-            dir.push(b'/');
-            self.index
-                .prefixed_entries_range(dir.as_bstr())
-                .unwrap_or(0..0)
-        };
-        let mut path = Vec::with_capacity(prefix.len() + 64);
-        for (name, kind) in names {
+        for (name, kind) in untracked {
             if self.enough.load(Ordering::Relaxed) {
                 return Ok(());
             }
@@ -489,12 +511,12 @@ impl<'a> Pass<'a> {
             };
             if kind == FileType::Directory {
                 path.push(b'/');
-                let tracked = self.has_below(below.clone(), &path);
+                let tracked = has_below(index, below.clone(), &path);
                 path.pop();
                 if !tracked {
                     self.untracked_dir(fd, &name, &path, depth + 1)?;
                 }
-            } else if !self.has_entry(below.clone(), &path)
+            } else if !has_entry(index, below.clone(), &path)
                 && matches!(kind, FileType::RegularFile | FileType::Symlink)
                 && !self.excluded(&path, false)?
             {
@@ -513,23 +535,6 @@ impl<'a> Pass<'a> {
         {
             self.enough.store(true, Ordering::Relaxed);
         }
-    }
-
-    /// Whether an entry of `range` (sorted, as the index is) is `path`.
-    fn has_entry(&self, range: std::ops::Range<usize>, path: &[u8]) -> bool {
-        let entries = &self.index.entries()[range];
-        entries
-            .binary_search_by(|e| e.path(self.index).as_bytes().cmp(path))
-            .is_ok()
-    }
-
-    /// Whether an entry of `range` lies below `dir` (`/`-terminated).
-    fn has_below(&self, range: std::ops::Range<usize>, dir: &[u8]) -> bool {
-        let entries = &self.index.entries()[range];
-        let at = entries.partition_point(|e| e.path(self.index).as_bytes() < dir);
-        entries
-            .get(at)
-            .is_some_and(|e| e.path(self.index).as_bytes().starts_with(dir))
     }
 
     /// An untracked directory `name` in `parent`, at `path`: ignored, a nested repository, or
@@ -621,4 +626,20 @@ fn time(secs: impl TryInto<u64>, nsecs: impl TryInto<u32>) -> gix::index::entry:
         },
         _ => Default::default(),
     }
+}
+
+/// Whether an entry of `index` in `range` (sorted, as the index is) is `path`.
+fn has_entry(index: &gix::index::State, range: std::ops::Range<usize>, path: &[u8]) -> bool {
+    index.entries()[range]
+        .binary_search_by(|e| e.path(index).as_bytes().cmp(path))
+        .is_ok()
+}
+
+/// Whether an entry of `index` in `range` lies below `dir` (`/`-terminated).
+fn has_below(index: &gix::index::State, range: std::ops::Range<usize>, dir: &[u8]) -> bool {
+    let entries = &index.entries()[range];
+    let at = entries.partition_point(|e| e.path(index).as_bytes() < dir);
+    entries
+        .get(at)
+        .is_some_and(|e| e.path(index).as_bytes().starts_with(dir))
 }
