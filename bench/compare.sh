@@ -181,6 +181,7 @@ git init -q && echo hi > README.md && git add . && git commit -qm init
 head -c $((mb * 1024 * 1024)) /dev/urandom | base64 -w 120 > "$work/big.txt"
 runs=$([ $quick = 1 ] && echo 3 || echo 3) paired "pty, $mb MB" \
   "script" "script -qfec 'cat $work/big.txt' /dev/null" \
+  "script in script (the floor of any pty relay)" "script -qfec \"script -qfec 'cat $work/big.txt' /dev/null\" /dev/null" \
   "before run -- cat" "script -qfec '$before run --no-checkpoint --no-export -- cat $work/big.txt' /dev/null" \
   "after run -- cat" "script -qfec '$after run --no-checkpoint --no-export -- cat $work/big.txt' /dev/null"
 

@@ -527,9 +527,16 @@ impl Capture {
         let size = (size.0.max(1), size.1.max(1));
         self.size = size;
         let t = self.started.elapsed().as_secs_f64();
-        let event = serde_json::json!([t, "r", format!("{}x{}", size.0, size.1)]);
         self.tell(ToText::Resize(size.0, size.1));
-        writeln!(self.cast, "{event}").is_ok()
+        self.event(t, "r", &format!("{}x{}", size.0, size.1))
+    }
+
+    /// Writes one cast event, `[t, kind, data]` and a newline, straight into the cast's buffer
+    /// (the same compact JSON as a `serde_json::Value` would print, without building one and a
+    /// `String` per read).
+    fn event(&mut self, t: f64, kind: &str, data: &str) -> bool {
+        serde_json::to_writer(&mut self.cast, &(t, kind, data)).is_ok()
+            && self.cast.write_all(b"\n").is_ok()
     }
 
     /// Writes bytes to the cast (an `"o"` event) and hands them to the text thread.
@@ -537,8 +544,7 @@ impl Capture {
         let data = self.cast_utf8.feed(bytes);
         if !data.is_empty() {
             let t = self.started.elapsed().as_secs_f64();
-            let event = serde_json::json!([t, "o", data]);
-            if writeln!(self.cast, "{event}").is_err() {
+            if !self.event(t, "o", &data) {
                 return false;
             }
         }
@@ -705,6 +711,22 @@ mod tests {
             joined.push_str(&event.2);
         }
         assert_eq!(joined, "a\u{1b}[1mé😀\r\nb\u{7}\"\\\u{fffd}!");
+    }
+
+    /// A cast event written straight from a tuple is the JSON a `serde_json::Value` prints
+    /// (the format before the writer skipped building one per read).
+    #[test]
+    fn cast_events_are_the_json_of_a_value() {
+        for (t, data) in [
+            (0.0, "plain"),
+            (1.5e-7, "\u{1b}[1mé😀\r\n\"\\\u{7f}"),
+            (12345.678901234, ""),
+        ] {
+            let mut direct = Vec::new();
+            serde_json::to_writer(&mut direct, &(t, "o", data)).unwrap();
+            let value = serde_json::json!([t, "o", data]).to_string();
+            assert_eq!(String::from_utf8(direct).unwrap(), value);
+        }
     }
 
     use proptest::prelude::*;
