@@ -48,8 +48,8 @@ use rustix::io::Errno;
 /// position and git's Y letter (`M` modified, `D` deleted, `T` type changed).
 pub(super) type Change = (usize, char);
 
-/// What the pass found: the changed entries sorted by index position, and the untracked
-/// paths (nested repositories as `dir/`), unsorted.
+/// What the pass found, unsorted: the changed entries, and the untracked paths (nested
+/// repositories as `dir/`).
 #[derive(Default)]
 pub(super) struct Found {
     pub changes: Vec<Change>,
@@ -116,7 +116,7 @@ pub(super) fn status(
     // started the process's other work does less of it.
     let next = std::sync::atomic::AtomicUsize::new(0);
     let next = &next;
-    let pass = |_: usize| {
+    let pass = || {
         // A handle of this thread's own, made only if an untracked name must be checked
         // against the ignore rules.
         let repo = std::cell::OnceCell::new();
@@ -143,33 +143,29 @@ pub(super) fn status(
         }
         result
     };
-    let mut out = Found::default();
-    if threads <= 1 {
-        out = pass(0)?;
-    } else {
-        let parts: Vec<Result<Found, GiveUp>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (1..threads)
-                .map(|i| {
-                    let pass = &pass;
-                    std::thread::Builder::new()
-                        .name("pas-agent-status".into())
-                        .spawn_scoped(s, move || pass(i))
-                })
-                .collect();
-            let mut parts = vec![pass(0)];
-            for h in handles {
-                parts.push(match h {
-                    Ok(h) => h.join().unwrap_or(Err(GiveUp("a thread failed"))),
-                    Err(_) => Err(GiveUp("no thread")),
-                });
-            }
-            parts
-        });
-        for part in parts {
-            let part = part?;
-            out.changes.extend(part.changes);
-            out.untracked.extend(part.untracked);
+    // This thread and `threads - 1` helpers.
+    let parts: Vec<Result<Found, GiveUp>> = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads)
+            .map(|_| {
+                std::thread::Builder::new()
+                    .name("pas-agent-status".into())
+                    .spawn_scoped(s, &pass)
+            })
+            .collect();
+        let mut parts = vec![pass()];
+        for h in helpers {
+            parts.push(match h {
+                Ok(h) => h.join().unwrap_or(Err(GiveUp("a thread failed"))),
+                Err(_) => Err(GiveUp("no thread")),
+            });
         }
+        parts
+    });
+    let mut out = Found::default();
+    for part in parts {
+        let part = part?;
+        out.changes.extend(part.changes);
+        out.untracked.extend(part.untracked);
     }
     Ok(out)
 }

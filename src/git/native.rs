@@ -298,9 +298,8 @@ impl Native {
         Ok((head, out))
     }
 
-    /// The index → work tree side and the untracked files through `fast.rs`: the entries
-    /// compared on this thread and its helpers while gix's directory walk lists the untracked
-    /// files on another. `None` when the fast pass gives up (gix's full status answers then).
+    /// The index → work tree side and the untracked files through `fast.rs`, kept as
+    /// `in_scope` says. Errors: why the fast pass gave up (gix's full status answers then).
     fn fast_status(
         &self,
         index: &gix::index::State,
@@ -322,12 +321,12 @@ impl Native {
             symlinks: caps.symlink,
             executable_bit: caps.executable_bit,
         };
-        let shared = self.repo.clone().into_sync();
-        let git_dir_realpath = gix::path::realpath(self.repo.git_dir())
-            .map_err(|_| GiveUp("the repository's own directory cannot be resolved"))?;
         if caps.ignore_case {
             return Err(GiveUp("a case-insensitive repository"));
         }
+        let shared = self.repo.clone().into_sync();
+        let git_dir_realpath = gix::path::realpath(self.repo.git_dir())
+            .map_err(|_| GiveUp("the repository's own directory cannot be resolved"))?;
         let found = super::fast::status(
             workdir,
             index,

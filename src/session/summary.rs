@@ -194,14 +194,18 @@ pub fn fresh(project: &Project) -> Option<Summary> {
     {
         return Some(summary.clone());
     }
-    let path = path_for(&session_path)?;
-    let bytes = fsutil::read_limited(&path, MAX_SUMMARY_BYTES).ok()??;
-    let summary: Summary = serde_json::from_slice(&bytes).ok()?;
+    let summary: Summary = serde_json::from_slice(&stored_bytes(&session_path)?).ok()?;
     let summary = (summary.source == now).then(|| summary.unpack())?;
     if let Ok(mut read) = READ.lock() {
         *read = Some((session_path, now, summary.clone()));
     }
     Some(summary)
+}
+
+/// The stored summary file of the session at `session_path`, as bytes (at most
+/// [`MAX_SUMMARY_BYTES`]); `None` when there is none or it cannot be read.
+fn stored_bytes(session_path: &Path) -> Option<Vec<u8>> {
+    fsutil::read_limited(&path_for(session_path)?, MAX_SUMMARY_BYTES).ok()?
 }
 
 /// A stored summary read without its file rows: serde skips them unbuilt. Parsing the rows
@@ -222,8 +226,7 @@ pub fn load_without_files(project: &Project) -> crate::error::Result<Session> {
     let session_path = project.session_path();
     let stored = || {
         let now = Identity::of(&session_path)?;
-        let bytes = fsutil::read_limited(&path_for(&session_path)?, MAX_SUMMARY_BYTES).ok()??;
-        let summary: WithoutFiles = serde_json::from_slice(&bytes).ok()?;
+        let summary: WithoutFiles = serde_json::from_slice(&stored_bytes(&session_path)?).ok()?;
         (summary.source == now).then_some(summary.session)
     };
     match stored() {

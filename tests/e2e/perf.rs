@@ -452,20 +452,27 @@ impl Dice {
     }
 }
 
-/// Which path answered `status` (`PAS_AGENT_STATUS_TRACE=1`): "fast", or a gix path.
-fn status_path(sb: &Sandbox) -> String {
+/// Runs pas-agent in `dir` (relative to the work directory) with `PAS_AGENT_STATUS_TRACE=1`,
+/// requires success, and returns its stderr: the trace says which path answered each status.
+fn traced(sb: &Sandbox, dir: &str, args: &[&str]) -> String {
     let out = sb
         .cmd()
-        .args(["status", "--json"])
+        .current_dir(sb.path(dir))
+        .args(args)
         .env("PAS_AGENT_STATUS_TRACE", "1")
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stderr)
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Which path answered `status` (`PAS_AGENT_STATUS_TRACE=1`): "fast", or a gix path.
+fn status_path(sb: &Sandbox) -> String {
+    traced(sb, ".", &["status", "--json"])
         .lines()
         .find_map(|l| l.strip_prefix("pas-agent: status: "))
         .unwrap_or("none")
@@ -673,41 +680,17 @@ fn fast_dirty_check_gives_the_right_answer() {
     let round = std::cell::Cell::new(0);
     let update = |dir: &str| {
         round.set(round.get() + 1);
-        let out = sb
-            .cmd()
-            .current_dir(sb.path(dir))
-            .args(["update", "--next", &format!("look again ({})", round.get())])
-            .env("PAS_AGENT_STATUS_TRACE", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let trace = String::from_utf8_lossy(&out.stderr).to_string();
+        let next = format!("look again ({})", round.get());
+        let trace = traced(&sb, dir, &["update", "--next", &next]);
         let session: serde_json::Value = serde_json::from_slice(
             &std::fs::read(sb.path(&format!("{dir}/.pas-agent/session.json"))).unwrap(),
         )
         .unwrap();
         (session["git"]["dirty"].as_bool().unwrap(), trace)
     };
-    let init = |dir: &str| {
-        let out = sb
-            .cmd()
-            .current_dir(sb.path(dir))
-            .args(["init", "--task", "t"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
     // A session in `sub/` (as one made there by an older build, or moved there): its own
     // files are its part of the tree.
-    init(".");
+    traced(&sb, ".", &["init", "--task", "t"]);
     std::fs::rename(sb.path(".pas-agent"), sb.path("sub/.pas-agent")).unwrap();
     sb.git(&["add", "-A"]);
     sb.git(&["commit", "-q", "-m", "session"]);
