@@ -149,7 +149,7 @@ pub(super) fn status(
             .map(|_| {
                 std::thread::Builder::new()
                     .name("pas-agent-status".into())
-                    .spawn_scoped(s, &pass)
+                    .spawn_scoped(s, pass)
             })
             .collect();
         let mut parts = vec![pass()];
