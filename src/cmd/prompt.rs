@@ -23,9 +23,8 @@ use crate::cli::PromptArgs;
 use crate::error::{Error, Result};
 use crate::git::{self, Head};
 use crate::session::Project;
-use crate::session::model::{Run, RunState, Session};
-use crate::stale;
-use crate::term::clean_line;
+use crate::session::prompt_record::{self, PromptView, RunningView};
+use crate::session::summary::Identity;
 
 /// Environment variable that turns the notice off when set to `0`.
 pub const NOTICE_ENV: &str = "PAS_AGENT_NOTICE";
@@ -40,13 +39,30 @@ pub fn run(args: PromptArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Whether a run counts as live in the prompt: its record says `running` and its launcher is
-/// not provably gone (a killed launcher's record is closed by the next command that
-/// reconciles, SPEC §5).
-fn is_live(run: &Run) -> bool {
+/// Whether a run counts as live in the prompt: its record says `running` (the view holds only
+/// those) and its launcher is not provably gone (a killed launcher's record is closed by the
+/// next command that reconciles, SPEC §5).
+fn is_live(run: &RunningView) -> bool {
     use crate::launch::process::{Liveness, liveness};
-    run.state == RunState::Running
-        && liveness(run.launcher_pid, run.launcher_started.as_deref()) != Liveness::Dead
+    liveness(run.launcher_pid, run.launcher_started.as_deref()) != Liveness::Dead
+}
+
+/// What the prompt shows of `project`'s session: the stored [`prompt_record`] when it matches
+/// `session.json` as it is now, else the session loaded from its summary or in full (and the
+/// record stored for the next prompt).
+///
+/// Errors: those of [`Project::load`].
+fn view(project: &Project, session_path: &Path) -> Result<PromptView> {
+    let now = Identity::of(session_path);
+    if let Some(view) = now.and_then(|now| prompt_record::fresh(session_path, now)) {
+        return Ok(view);
+    }
+    let session = crate::session::summary::load_without_files(project)?;
+    if let Some(now) = now {
+        // Taken before the read: a record of a file that changed meanwhile is never used.
+        prompt_record::store(session_path, &session, now);
+    }
+    Ok(PromptView::of(&session))
 }
 
 /// Everything `prompt` prints, or `None` outside a session.
@@ -57,10 +73,9 @@ fn output(args: &PromptArgs) -> Option<String> {
     // Times are taken before the reads: a write that lands after them makes the file newer
     // than the stamp, so the hook asks again rather than keep an old segment.
     let mut watched = vec![(session_path.clone(), mtime(&session_path))];
-    // The summary, not the whole file: the cost does not grow with the history. Without the
-    // latest checkpoint's files, which the prompt does not show.
-    let summary = crate::session::summary::load_without_files(&project);
-    let loaded = summary.as_ref();
+    // The prompt record, else the summary: the cost does not grow with the history.
+    let view = view(&project, &session_path);
+    let loaded = view.as_ref();
     let mut head = None;
     // HEAD matters only for the stale mark, and that needs a checkpoint.
     // The files watched are git's own (HEAD, the branch's ref wherever the layout keeps it,
@@ -68,7 +83,7 @@ fn output(args: &PromptArgs) -> Option<String> {
     // touches one of them, so the hook's `-nt` test sees every move `prompt` would show.
     // A layout with a special file where git keeps HEAD or a ref is not read at all.
     if let Ok(session) = loaded
-        && !session.checkpoints.is_empty()
+        && session.checkpoint.is_some()
         && let Ok(Some(layout)) = git::layout::find(&project.root)
     {
         for file in layout.watched() {
@@ -135,15 +150,15 @@ fn marker(e: &Error) -> &'static str {
 
 /// Whether the latest checkpoint is behind, judged without a git status: HEAD or the branch
 /// moved, or the task changed since it was taken. (`status` also compares the changed files.)
-fn is_stale(session: &Session, head: Option<&Head>) -> bool {
-    let Some(cp) = session.checkpoints.last() else {
+fn is_stale(session: &PromptView, head: Option<&Head>) -> bool {
+    let Some(cp) = &session.checkpoint else {
         return false;
     };
-    if !stale::task_changes(&cp.task_snapshot, &session.task).is_empty() {
+    if cp.task_changed {
         return true;
     }
     match (head, &cp.git) {
-        (Some(now), Some(then)) => now.commit != then.commit || now.branch != then.branch,
+        (Some(now), Some((branch, commit))) => now.commit != *commit || now.branch != *branch,
         _ => false,
     }
 }
@@ -152,25 +167,25 @@ fn is_stale(session: &Session, head: Option<&Head>) -> bool {
 /// done/total count of completed and remaining items when there are any, `stale` when the
 /// latest checkpoint is behind, and the agent of a live run. Sanitised: one line, no control
 /// characters.
-pub fn segment(session: &Session, stale: bool, width: usize) -> String {
-    let task = &session.task;
-    let mut what = clean_line(&task.description);
-    if what.is_empty() {
-        what = clean_line(&session.project_name);
-    }
-    let mut out = cut(&what, width);
-    let total = task.completed.len() + task.remaining.len();
+pub fn segment(session: &PromptView, stale: bool, width: usize) -> String {
+    let what = if session.description.is_empty() {
+        &session.project_name
+    } else {
+        &session.description
+    };
+    let mut out = cut(what, width);
+    let total = session.total;
     if total > 0 {
-        let _ = write!(out, " {}/{total}", task.completed.len());
+        let _ = write!(out, " {}/{total}", session.completed);
     }
     if stale {
         out.push_str(" · stale");
     }
-    let live: Vec<&Run> = session.runs.iter().filter(|r| is_live(r)).collect();
+    let live: Vec<&RunningView> = session.running.iter().filter(|r| is_live(r)).collect();
     match live.as_slice() {
         [] => {}
         [one] => {
-            let _ = write!(out, " · {} running", cut(&clean_line(&one.agent), 24));
+            let _ = write!(out, " · {} running", cut(&one.agent, 24));
         }
         many => {
             let _ = write!(out, " · {} agents running", many.len());
@@ -180,23 +195,18 @@ pub fn segment(session: &Session, stale: bool, width: usize) -> String {
 }
 
 /// `pas-agent: Build the thing (3/5 done) · next: Token refresh`.
-pub fn notice(session: &Session, stale: bool) -> String {
-    let task = &session.task;
+pub fn notice(session: &PromptView, stale: bool) -> String {
     let mut out = format!(
         "pas-agent: {}",
-        cut(&clean_line(&task.description), NOTICE_PART_CHARS)
+        cut(&session.description, NOTICE_PART_CHARS)
     );
-    let total = task.completed.len() + task.remaining.len();
+    let total = session.total;
     if total > 0 {
-        let _ = write!(out, " ({}/{total} done)", task.completed.len());
+        let _ = write!(out, " ({}/{total} done)", session.completed);
     }
-    match task.next() {
+    match &session.next {
         Some(next) => {
-            let _ = write!(
-                out,
-                " · next: {}",
-                cut(&clean_line(next), NOTICE_PART_CHARS)
-            );
+            let _ = write!(out, " · next: {}", cut(next, NOTICE_PART_CHARS));
         }
         None => out.push_str(" · no next action (`pas-agent update --next ...`)"),
     }
@@ -342,7 +352,13 @@ fn process_is_gone(_pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::model::Checkpoint;
+    use crate::session::Session;
+    use crate::session::model::{Checkpoint, RunState};
+
+    /// What the prompt shows of `s`, as a stored record would give it.
+    fn v(s: &Session) -> PromptView {
+        PromptView::of(s)
+    }
 
     fn session(json: &str) -> Session {
         let base = r#"{"id":"46d89609-104d-4a43-907d-dbca99704a85","project_name":"proj","created_at":"2026-09-17T04:30:00Z","updated_at":"2026-09-17T04:39:00Z","task":{}}"#;
@@ -366,8 +382,8 @@ mod tests {
         let s = session(
             r#"{"task":{"description":"Build the thing","completed":["a","b","c"],"remaining":["d","e"]}}"#,
         );
-        assert_eq!(segment(&s, false, 32), "Build the thing 3/5");
-        assert_eq!(segment(&s, true, 32), "Build the thing 3/5 · stale");
+        assert_eq!(segment(&v(&s), false, 32), "Build the thing 3/5");
+        assert_eq!(segment(&v(&s), true, 32), "Build the thing 3/5 · stale");
         let mut s = s;
         s.runs = serde_json::from_value(serde_json::json!([
             run_json("codex", "finished"),
@@ -375,12 +391,12 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(
-            segment(&s, false, 32),
+            segment(&v(&s), false, 32),
             "Build the thing 3/5 · claude-code running"
         );
         s.runs[0].state = RunState::Running;
         assert_eq!(
-            segment(&s, false, 32),
+            segment(&v(&s), false, 32),
             "Build the thing 3/5 · 2 agents running"
         );
     }
@@ -390,7 +406,7 @@ mod tests {
         let s = session(
             r#"{"task":{"description":"Fix \u001b[2J the\nlogin  \u202e page for everyone everywhere"}}"#,
         );
-        let seg = segment(&s, false, 20);
+        let seg = segment(&v(&s), false, 20);
         assert_eq!(seg.chars().count(), 20, "{seg}");
         assert!(seg.ends_with('…'));
         assert!(
@@ -399,7 +415,7 @@ mod tests {
         );
         assert!(seg.starts_with("Fix ?[2J the login"), "{seg}");
         let empty = session(r#"{"task":{}}"#);
-        assert_eq!(segment(&empty, false, 32), "proj");
+        assert_eq!(segment(&v(&empty), false, 32), "proj");
     }
 
     #[test]
@@ -408,12 +424,12 @@ mod tests {
             r#"{"task":{"description":"Migrate auth","remaining":["x"],"next_action":"Token\nrefresh"}}"#,
         );
         assert_eq!(
-            notice(&s, false),
+            notice(&v(&s), false),
             "pas-agent: Migrate auth (0/1 done) · next: Token refresh"
         );
         let s = session(r#"{"task":{"description":"Migrate auth","next_action":"  "}}"#);
-        assert!(notice(&s, true).contains("no next action"));
-        assert!(notice(&s, true).ends_with("last checkpoint is behind"));
+        assert!(notice(&v(&s), true).contains("no next action"));
+        assert!(notice(&v(&s), true).ends_with("last checkpoint is behind"));
     }
 
     fn with_checkpoint(commit: &str, branch: &str) -> Session {
@@ -442,15 +458,15 @@ mod tests {
             commit: Some(c.into()),
         };
         let s = with_checkpoint("c1", "main");
-        assert!(!is_stale(&s, Some(&head("c1", "main"))));
-        assert!(is_stale(&s, Some(&head("c2", "main"))));
-        assert!(is_stale(&s, Some(&head("c1", "other"))));
-        assert!(!is_stale(&s, None), "no git: only the task counts");
+        assert!(!is_stale(&v(&s), Some(&head("c1", "main"))));
+        assert!(is_stale(&v(&s), Some(&head("c2", "main"))));
+        assert!(is_stale(&v(&s), Some(&head("c1", "other"))));
+        assert!(!is_stale(&v(&s), None), "no git: only the task counts");
         let mut s = s;
         s.task.remaining.push("more".into());
-        assert!(is_stale(&s, None));
+        assert!(is_stale(&v(&s), None));
         assert!(
-            !is_stale(&session(r#"{"task":{}}"#), None),
+            !is_stale(&v(&session(r#"{"task":{}}"#)), None),
             "no checkpoint, not stale"
         );
     }

@@ -23,7 +23,8 @@
 //!    text `status` and the reconcile check read the summary when the identity matches, so
 //!    their cost does not depend on the history at all; anything that replaced the file (git,
 //!    an older pas-agent, an editor) changes the identity and the file is read in full (and
-//!    the summary rewritten). Writers (`update`, `checkpoint`, `run`) still parse and rewrite
+//!    the summary rewritten). Beside it, [`prompt_record`] keeps only what the prompt shows,
+//!    with the same stamp, so the prompt deserialises no session. Writers (`update`, `checkpoint`, `run`) still parse and rewrite
 //!    `session.json`, whose size (2) keeps small.
 //! 4. **A merge driver** ([`merge`], [`teams`]): `.pas-agent/.gitattributes` (written by
 //!    `init`, committed with the session) asks for `merge=pas-agent`; the repo-local git config
@@ -44,6 +45,7 @@ pub mod lock;
 pub mod merge;
 pub mod model;
 pub mod ops;
+pub mod prompt_record;
 pub mod store;
 pub mod summary;
 pub mod teams;

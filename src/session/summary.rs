@@ -138,11 +138,18 @@ impl Summary {
 
 /// Where the summary of the session at `session_path` goes.
 fn path_for(session_path: &Path) -> Option<PathBuf> {
+    // `2.json`: the shape with file rows; a build that reads `{key}.json` never sees it (it
+    // would take the checkpoint for one without files).
+    cache_file(session_path, "2.json")
+}
+
+/// `<summary directory>/<hash of session_path>.<suffix>`: where the caches kept for the
+/// session at `session_path` go (this summary, [`super::prompt_record`]). `None` when no
+/// cache directory is known ([`crate::cmd::stamp_dir`]).
+pub(super) fn cache_file(session_path: &Path, suffix: &str) -> Option<PathBuf> {
     let dir = crate::cmd::stamp_dir()?.parent()?.join("summary");
     let key = crate::fingerprint::hex(session_path.as_os_str().as_encoded_bytes());
-    // `.2`: the shape with file rows; a build that reads `{key}.json` never sees it (it would
-    // take the checkpoint for one without files).
-    Some(dir.join(format!("{key}.2.json")))
+    Some(dir.join(format!("{key}.{suffix}")))
 }
 
 /// Writes the summary of `session`, just saved as `project`'s session file. Best effort: a
@@ -165,6 +172,8 @@ fn write(session_path: &Path, summary: &Summary) -> Option<()> {
         builder.mode(0o700);
     }
     builder.create(dir).ok()?;
+    // The prompt's record first: it is kept even for a session whose summary is too large.
+    super::prompt_record::store(session_path, &summary.session, summary.source);
     let bytes = serde_json::to_vec(summary).ok()?;
     if bytes.len() as u64 > MAX_SUMMARY_BYTES {
         let _ = std::fs::remove_file(&path);
