@@ -651,7 +651,8 @@ pub fn fast_prompt_args(args: &[std::ffi::OsString]) -> Option<PromptArgs> {
 /// `--color` at its default. Anything else (`-C`, `--color`, `--help`, an alias, a typo) goes
 /// to clap.
 pub fn fast_json_args(args: &[std::ffi::OsString]) -> Option<Command> {
-    const COMMANDS: [(&str, fn(JsonArgs) -> Command); 3] = [
+    type Make = fn(JsonArgs) -> Command;
+    const COMMANDS: [(&str, Make); 3] = [
         ("status", Command::Status),
         ("list", Command::List),
         ("doctor", Command::Doctor),
