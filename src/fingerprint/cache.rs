@@ -225,7 +225,10 @@ impl Cache {
         if unchanged {
             return;
         }
-        let _ = write(&file, &encode(&top, &rows));
+        if write(&file, &encode(&top, &rows)).is_some() {
+            // The JSON cache an earlier build kept for this work tree is never read again.
+            let _ = std::fs::remove_file(file.with_extension("json"));
+        }
     }
 }
 
@@ -480,11 +483,15 @@ mod tests {
             new: Vec::new(),
             hits: 0,
         };
+        // An earlier build's JSON cache beside it goes at the first write.
+        let json = dir.path().join("cache.json");
+        std::fs::write(&json, "{}").unwrap();
         let mut cache = open();
         for name in ["b.txt", "a.txt"] {
             cache.of_path(name, &top.join(name));
         }
         cache.save();
+        assert!(!json.exists());
         let stored = decode(&std::fs::read(&file).unwrap(), &top).unwrap();
         let paths: Vec<&str> = stored.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(paths, ["a.txt", "b.txt"]);
