@@ -643,6 +643,30 @@ pub fn fast_prompt_args(args: &[std::ffi::OsString]) -> Option<PromptArgs> {
     })
 }
 
+/// The commands whose only argument is `--json` ([`JsonArgs`]), read without building clap's
+/// parser: building it (every command's arguments and help) costs more than the rest of a
+/// `status` in a small repository. Takes the arguments after the program name; returns `None`
+/// (parse with clap, which then also reports any error) unless they are one of these commands'
+/// names, then at most one `--json` — what clap reads the same way, with `-C` unset and
+/// `--color` at its default. Anything else (`-C`, `--color`, `--help`, an alias, a typo) goes
+/// to clap.
+pub fn fast_json_args(args: &[std::ffi::OsString]) -> Option<Command> {
+    type Make = fn(JsonArgs) -> Command;
+    const COMMANDS: [(&str, Make); 3] = [
+        ("status", Command::Status),
+        ("list", Command::List),
+        ("doctor", Command::Doctor),
+    ];
+    let (first, rest) = args.split_first()?;
+    let (_, make) = COMMANDS.iter().find(|(name, _)| first == *name)?;
+    let json = match rest {
+        [] => false,
+        [flag] if flag == "--json" => true,
+        _ => return None,
+    };
+    Some(make(JsonArgs { json }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -719,6 +743,56 @@ mod tests {
             let args: Vec<std::ffi::OsString> = other.iter().map(Into::into).collect();
             assert!(fast_prompt_args(&args).is_none(), "{other:?}");
         }
+    }
+
+    /// The argument lists the `--json` commands' fast path accepts mean the same to clap, and
+    /// it declines the rest.
+    #[test]
+    fn fast_json_args_agree_with_clap() {
+        let pieces = [
+            "--json", "--json=1", "--jso", "-j", "--color", "never", "-C", ".", "--help", "-h",
+            "--", "x", "json",
+        ];
+        let mut lists: Vec<Vec<&str>> = vec![vec![]];
+        let mut level: Vec<Vec<&str>> = vec![vec![]];
+        for _ in 0..3 {
+            level = level
+                .iter()
+                .flat_map(|l| {
+                    pieces.iter().map(move |p| {
+                        let mut l = l.clone();
+                        l.push(*p);
+                        l
+                    })
+                })
+                .collect();
+            lists.extend(level.iter().cloned());
+        }
+        let mut accepted = 0;
+        for name in ["status", "list", "doctor", "stat", "show", "runs", "prompt"] {
+            for rest in &lists {
+                let args: Vec<std::ffi::OsString> = std::iter::once(name)
+                    .chain(rest.iter().copied())
+                    .map(Into::into)
+                    .collect();
+                let Some(fast) = fast_json_args(&args) else {
+                    continue;
+                };
+                accepted += 1;
+                let full = parse_from(std::iter::once("pas-agent".into()).chain(args))
+                    .unwrap_or_else(|e| {
+                        panic!("{name} {rest:?}: fast path accepted, clap said {e}")
+                    });
+                assert!(full.dir.is_none());
+                assert_eq!(full.color, crate::term::ColorChoice::Auto);
+                assert_eq!(
+                    format!("{:?}", full.command),
+                    format!("{fast:?}"),
+                    "{name} {rest:?}"
+                );
+            }
+        }
+        assert_eq!(accepted, 6, "each command alone and with --json");
     }
 
     #[test]

@@ -21,6 +21,11 @@ fn main() -> ExitCode {
     if pas_agent::cmd::complete::complete_if_asked() {
         return code(exit::OK);
     }
+    // `status`, `list`, `doctor` with at most `--json`: without building clap's parser either.
+    if let Some(command) = pas_agent::cli::fast_json_args(&args) {
+        term::set_color(term::ColorChoice::default());
+        return outcome(pas_agent::cmd::dispatch(command));
+    }
     let cli = match pas_agent::cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&visible(e)),

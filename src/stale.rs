@@ -7,8 +7,6 @@
 //! - a task edited since the checkpoint is reported (in the terminal; it does not make the
 //!   exported files list stale, since the export shows the current task anyway).
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 
 use crate::fingerprint;
@@ -162,27 +160,38 @@ fn compare_tree(cp: &Checkpoint, now: &WorkTree, repo: Option<&Repo>, stale: &mu
             stale.branch = Some((git.branch.clone(), now.head.branch.clone()));
         }
     }
-    let before: BTreeMap<&str, &FileState> = cp
-        .files_changed
-        .iter()
-        .map(|f| (f.path.as_str(), f))
-        .collect();
+    // The checkpoint's files by path (the last of a path listed twice), sorted stably: lists
+    // are recorded in path order, so this is one pass.
+    let mut before: Vec<&FileState> = cp.files_changed.iter().collect();
+    before.sort_by(|a, b| a.path.cmp(&b.path));
     // The checkpoint's list was bounded when it was taken: compare like with like.
-    let now_files = crate::session::bound::bound(&now.files).0;
-    for file in &now_files {
-        let old = before.get(file.path.as_str()).copied();
+    let bounded;
+    let now_files: &[FileState] = if crate::session::bound::leaves_unchanged(&now.files) {
+        &now.files
+    } else {
+        bounded = crate::session::bound::bound(&now.files).0;
+        &bounded
+    };
+    for file in now_files {
+        let old = last_with_path(&before, &file.path);
         if differs(file, old, cp, repo) {
             stale.changed.push(file.clone());
         }
     }
-    let current: std::collections::HashSet<&str> =
-        now_files.iter().map(|f| f.path.as_str()).collect();
+    let mut current: Vec<&str> = now_files.iter().map(|f| f.path.as_str()).collect();
+    current.sort_unstable();
     stale.resolved = cp
         .files_changed
         .iter()
-        .filter(|f| !current.contains(f.path.as_str()))
+        .filter(|f| current.binary_search(&f.path.as_str()).is_err())
         .map(|f| f.path.clone())
         .collect();
+}
+
+/// The last of `files` (sorted by path) whose path is `path`.
+fn last_with_path<'a>(files: &[&'a FileState], path: &str) -> Option<&'a FileState> {
+    let end = files.partition_point(|f| f.path.as_str() <= path);
+    files[..end].last().copied().filter(|f| f.path == path)
 }
 
 /// Whether `path` is a rules file pas-agent owns whole (`.cursor/rules/pas-agent.mdc`, …)
@@ -372,5 +381,34 @@ mod tests {
         let mut hand_edit = export_only;
         hand_edit.fingerprint_outside_block = Some("edited".into());
         assert!(check(&s, Some(&tree(vec![hand_edit], "c1", "main")), None).is_some());
+    }
+
+    #[test]
+    fn a_path_listed_twice_compares_with_its_last_entry() {
+        let s = session_with(
+            vec![
+                file("b", FileStatus::Modified, Some("old")),
+                file("a", FileStatus::Modified, Some("1")),
+                file("b", FileStatus::Modified, Some("2")),
+            ],
+            "c1",
+        );
+        let same = vec![
+            file("a", FileStatus::Modified, Some("1")),
+            file("b", FileStatus::Modified, Some("2")),
+        ];
+        assert_eq!(check(&s, Some(&tree(same, "c1", "main")), None), None);
+        let st = check(
+            &s,
+            Some(&tree(
+                vec![file("b", FileStatus::Modified, Some("old"))],
+                "c1",
+                "main",
+            )),
+            None,
+        )
+        .unwrap();
+        assert_eq!(st.changed.len(), 1);
+        assert_eq!(st.resolved, vec!["a".to_string()]);
     }
 }

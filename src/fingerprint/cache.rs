@@ -17,10 +17,7 @@
 //! change time cannot be set back by a program (`touch -d` and `rsync -t` set the modification
 //! time only), so a rewrite that restores size and modification time is still seen.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
 
 use super::Fingerprints;
 use crate::fsutil::{self, Links, Named, WriteGuard};
@@ -33,12 +30,12 @@ pub const MAX_CACHE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Bumped when the stored shape or the meaning of a fingerprint changes; with the binary's
 /// version, so that a cache written by another build is never trusted.
-const FORMAT: &str = concat!("1/", env!("CARGO_PKG_VERSION"));
+const FORMAT: &str = concat!("2/", env!("CARGO_PKG_VERSION"));
 
 /// The `lstat` data an entry is keyed on: kind and permission bits (`st_mode`), size,
 /// modification time (seconds since the epoch, nanoseconds), change time (the same), inode,
 /// device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stat(u32, u64, i64, i64, i64, i64, u64, u64);
 
 impl Stat {
@@ -82,27 +79,33 @@ impl Stat {
 /// kept (see `Stat::racy`).
 const RACY_SECONDS: i64 = 2;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
     stat: Stat,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     content: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     outside_block: Option<String>,
 }
 
-/// The file: rows (`[path, stat, content, outside]`) rather than objects, which parse
-/// several times faster.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Stored {
-    format: String,
-    /// The work tree the entries' paths are relative to.
-    top: PathBuf,
-    entries: Vec<Row>,
-}
+/// The start of a cache file, before [`FORMAT`]. The file is binary (the JSON rows of the
+/// first version cost more to parse than the rest of a small repository's `status`):
+///
+/// ```text
+/// MAGIC, str(FORMAT), bytes(top), u32 count, count × row
+/// row:   bytes(path), u32 mode, u64 size, i64 mtime s, i64 mtime ns, i64 ctime s, i64 ctime ns,
+///        u64 inode, u64 device, opt(content), opt(outside block)
+/// bytes: u32 length, then the bytes; str: bytes holding UTF-8; opt: u8 0, or u8 1 then str
+/// ```
+///
+/// Integers are little-endian; rows are sorted by path, each path once. A file that does not
+/// decode exactly (another format, a torn write, bytes left over) is treated as absent.
+const MAGIC: &[u8] = b"pas-agent fingerprints\n";
 
-#[derive(Debug, Serialize, Deserialize)]
-struct Row(String, Stat, Option<String>, Option<String>);
+/// One entry of this call: the one read at an index of `Cache::old`, unchanged, or a new one.
+#[derive(Debug)]
+enum Slot {
+    Old(usize),
+    New(String, Entry),
+}
 
 /// The fingerprints of one work tree's changed files, as read from the cache and as computed
 /// by this call. Build with [`Cache::open`], ask with [`Cache::of_path`], finish with
@@ -111,10 +114,10 @@ struct Row(String, Stat, Option<String>, Option<String>);
 pub struct Cache {
     file: Option<PathBuf>,
     top: PathBuf,
-    old: BTreeMap<String, Entry>,
-    new: BTreeMap<String, Entry>,
-    /// Whether `new` differs from `old` (a write is needed).
-    changed: bool,
+    /// The entries read, sorted by path.
+    old: Vec<(String, Entry)>,
+    /// This call's entries, at most [`MAX_ENTRIES`].
+    new: Vec<Slot>,
     /// How many fingerprints came from the cache (for tests and benchmarks).
     pub hits: usize,
 }
@@ -130,7 +133,8 @@ fn disabled() -> bool {
 fn file_for(top: &Path) -> Option<PathBuf> {
     let dir = crate::cmd::stamp_dir()?.parent()?.join("fingerprints");
     let key = super::hex(top.as_os_str().as_encoded_bytes());
-    Some(dir.join(format!("{key}.json")))
+    // `.bin`: the binary shape; the JSON files of earlier builds (`{key}.json`) are never read.
+    Some(dir.join(format!("{key}.bin")))
 }
 
 impl Cache {
@@ -142,28 +146,13 @@ impl Cache {
         let old = file
             .as_deref()
             .and_then(|f| fsutil::read_limited(f, MAX_CACHE_BYTES).ok().flatten())
-            .and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok())
-            .filter(|s| s.format == FORMAT && s.top == top)
-            .map(|s| {
-                s.entries
-                    .into_iter()
-                    .map(|Row(path, stat, content, outside_block)| {
-                        let entry = Entry {
-                            stat,
-                            content,
-                            outside_block,
-                        };
-                        (path, entry)
-                    })
-                    .collect()
-            })
+            .and_then(|bytes| decode(&bytes, top))
             .unwrap_or_default();
         Cache {
             file,
             top: top.to_path_buf(),
             old,
-            new: BTreeMap::new(),
-            changed: false,
+            new: Vec::new(),
             hits: 0,
         }
     }
@@ -173,16 +162,19 @@ impl Cache {
     pub fn of_path(&mut self, path: &str, abs: &Path) -> Fingerprints {
         let meta = std::fs::symlink_metadata(abs).ok();
         let stat = meta.as_ref().and_then(Stat::of);
+        let room = self.new.len() < MAX_ENTRIES;
         if let Some(stat) = stat
-            && let Some(e) = self.old.get(path).filter(|e| e.stat == stat)
+            && let Ok(at) = self.old.binary_search_by(|(p, _)| p.as_str().cmp(path))
+            && self.old[at].1.stat == stat
         {
             self.hits += 1;
+            let e = &self.old[at].1;
             let fp = Fingerprints {
                 content: e.content.clone(),
                 outside_block: e.outside_block.clone(),
             };
-            if self.new.len() < MAX_ENTRIES {
-                self.new.insert(path.to_owned(), e.clone());
+            if room {
+                self.new.push(Slot::Old(at));
             }
             return fp;
         }
@@ -193,44 +185,163 @@ impl Cache {
         if let Some(stat) = stat
             && !stat.racy(std::time::SystemTime::now())
             && self.file.is_some()
-            && self.new.len() < MAX_ENTRIES
+            && room
         {
-            self.new.insert(
+            self.new.push(Slot::New(
                 path.to_owned(),
                 Entry {
                     stat,
                     content: fp.content.clone(),
                     outside_block: fp.outside_block.clone(),
                 },
-            );
+            ));
         }
         fp
     }
 
     /// Writes the entries of this call's paths, when they differ from what was read. Best
     /// effort: a cache that cannot be written only means the next call reads the files again.
-    pub fn save(mut self) {
-        self.changed |= self.new != self.old;
-        if !self.changed {
+    pub fn save(self) {
+        let Some(file) = self.file else {
+            return;
+        };
+        let Cache { top, old, new, .. } = self;
+        let mut rows: Vec<(&str, &Entry)> = new
+            .iter()
+            .map(|slot| match slot {
+                Slot::Old(i) => (old[*i].0.as_str(), &old[*i].1),
+                Slot::New(path, e) => (path.as_str(), e),
+            })
+            .collect();
+        // Sorted, each path once (the last answer for a path asked twice).
+        rows.reverse();
+        rows.sort_by(|a, b| a.0.cmp(b.0));
+        rows.dedup_by(|later, first| later.0 == first.0);
+        let unchanged = rows.len() == old.len()
+            && rows
+                .iter()
+                .zip(&old)
+                .all(|((path, e), (p, o))| *path == p.as_str() && *e == o);
+        if unchanged {
             return;
         }
-        let Some(file) = self.file.take() else {
-            return;
-        };
-        let stored = Stored {
-            format: FORMAT.to_owned(),
-            top: self.top,
-            entries: self
-                .new
-                .into_iter()
-                .map(|(path, e)| Row(path, e.stat, e.content, e.outside_block))
-                .collect(),
-        };
-        let _ = write(&file, &stored);
+        if write(&file, &encode(&top, &rows)).is_some() {
+            // The JSON cache an earlier build kept for this work tree is never read again.
+            let _ = std::fs::remove_file(file.with_extension("json"));
+        }
     }
 }
 
-fn write(file: &Path, stored: &Stored) -> Option<()> {
+/// The cache file's bytes for `rows` (sorted by path) of the work tree at `top`.
+fn encode(top: &Path, rows: &[(&str, &Entry)]) -> Vec<u8> {
+    fn bytes(out: &mut Vec<u8>, b: &[u8]) {
+        out.extend_from_slice(&u32::try_from(b.len()).unwrap_or(u32::MAX).to_le_bytes());
+        out.extend_from_slice(b);
+    }
+    fn opt(out: &mut Vec<u8>, s: &Option<String>) {
+        match s {
+            None => out.push(0),
+            Some(s) => {
+                out.push(1);
+                bytes(out, s.as_bytes());
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(64 + rows.len() * 128);
+    out.extend_from_slice(MAGIC);
+    bytes(&mut out, FORMAT.as_bytes());
+    bytes(&mut out, top.as_os_str().as_encoded_bytes());
+    out.extend_from_slice(&u32::try_from(rows.len()).unwrap_or(u32::MAX).to_le_bytes());
+    for (path, e) in rows {
+        let Stat(mode, size, ms, mns, cs, cns, ino, dev) = e.stat;
+        bytes(&mut out, path.as_bytes());
+        out.extend_from_slice(&mode.to_le_bytes());
+        out.extend_from_slice(&size.to_le_bytes());
+        for t in [ms, mns, cs, cns] {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        out.extend_from_slice(&ino.to_le_bytes());
+        out.extend_from_slice(&dev.to_le_bytes());
+        opt(&mut out, &e.content);
+        opt(&mut out, &e.outside_block);
+    }
+    out
+}
+
+/// The entries of a cache file written by [`encode`] for the work tree at `top` by this build,
+/// sorted by path; `None` for anything else.
+fn decode(data: &[u8], top: &Path) -> Option<Vec<(String, Entry)>> {
+    struct Reader<'a>(&'a [u8]);
+    impl<'a> Reader<'a> {
+        fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+            if n > self.0.len() {
+                return None;
+            }
+            let (head, rest) = self.0.split_at(n);
+            self.0 = rest;
+            Some(head)
+        }
+        fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+            self.take(N)?.try_into().ok()
+        }
+        fn bytes(&mut self) -> Option<&'a [u8]> {
+            let n = u32::from_le_bytes(self.array()?);
+            self.take(usize::try_from(n).ok()?)
+        }
+        fn string(&mut self) -> Option<String> {
+            std::str::from_utf8(self.bytes()?).ok().map(str::to_owned)
+        }
+        fn opt(&mut self) -> Option<Option<String>> {
+            match self.array::<1>()? {
+                [0] => Some(None),
+                [1] => self.string().map(Some),
+                _ => None,
+            }
+        }
+    }
+    let mut r = Reader(data.strip_prefix(MAGIC)?);
+    if r.bytes()? != FORMAT.as_bytes() || r.bytes()? != top.as_os_str().as_encoded_bytes() {
+        return None;
+    }
+    let count = usize::try_from(u32::from_le_bytes(r.array()?)).ok()?;
+    if count > MAX_ENTRIES {
+        return None;
+    }
+    let mut rows: Vec<(String, Entry)> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let path = r.string()?;
+        if rows.last().is_some_and(|(last, _)| *last >= path) {
+            return None;
+        }
+        let stat = Stat(
+            u32::from_le_bytes(r.array()?),
+            u64::from_le_bytes(r.array()?),
+            i64::from_le_bytes(r.array()?),
+            i64::from_le_bytes(r.array()?),
+            i64::from_le_bytes(r.array()?),
+            i64::from_le_bytes(r.array()?),
+            u64::from_le_bytes(r.array()?),
+            u64::from_le_bytes(r.array()?),
+        );
+        let content = r.opt()?;
+        let outside_block = r.opt()?;
+        rows.push((
+            path,
+            Entry {
+                stat,
+                content,
+                outside_block,
+            },
+        ));
+    }
+    r.0.is_empty().then_some(rows)
+}
+
+fn write(file: &Path, bytes: &[u8]) -> Option<()> {
+    if bytes.len() as u64 > MAX_CACHE_BYTES {
+        let _ = std::fs::remove_file(file);
+        return None;
+    }
     let dir = file.parent()?;
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
@@ -240,15 +351,10 @@ fn write(file: &Path, stored: &Stored) -> Option<()> {
         builder.mode(0o700);
     }
     builder.create(dir).ok()?;
-    let bytes = serde_json::to_vec(stored).ok()?;
-    if bytes.len() as u64 > MAX_CACHE_BYTES {
-        let _ = std::fs::remove_file(file);
-        return None;
-    }
     // A cache, checked against each file's stat data before use: no fsync needed.
     let guard = WriteGuard::new(dir).ok()?;
     guard
-        .write_volatile(file, &bytes, Named::ByUs, Links::Replace)
+        .write_volatile(file, bytes, Named::ByUs, Links::Replace)
         .ok()
         .map(drop)
 }
@@ -284,11 +390,10 @@ mod tests {
         std::fs::write(&f, "one").unwrap();
         set_times(&f, 10);
         let mut cache = Cache {
-            file: Some(dir.path().join("cache.json")),
+            file: Some(dir.path().join("cache.bin")),
             top: dir.path().to_path_buf(),
-            old: BTreeMap::new(),
-            new: BTreeMap::new(),
-            changed: false,
+            old: Vec::new(),
+            new: Vec::new(),
             hits: 0,
         };
         let first = cache.of_path("a.txt", &f);
@@ -298,14 +403,14 @@ mod tests {
         // An entry with the file's stat data but other content is believed (that is the
         // cache's contract) ...
         let stat = Stat::of(&std::fs::symlink_metadata(&f).unwrap()).unwrap();
-        cache.old.insert(
+        cache.old.push((
             "a.txt".into(),
             Entry {
                 stat,
                 content: Some("cached".into()),
                 outside_block: None,
             },
-        );
+        ));
         assert_eq!(
             cache.of_path("a.txt", &f).content.as_deref(),
             Some("cached")
@@ -318,5 +423,98 @@ mod tests {
         set_times(&f, 10);
         assert_eq!(cache.of_path("a.txt", &f), super::super::of_path(&f));
         assert_eq!(cache.hits, 1);
+    }
+
+    #[test]
+    fn the_file_round_trips_and_anything_else_reads_as_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        let e = |n: u64, content: Option<&str>, outside: Option<&str>| Entry {
+            stat: Stat(0o100644, n, -1, 2, i64::MAX, 4, u64::MAX, 6),
+            content: content.map(String::from),
+            outside_block: outside.map(String::from),
+        };
+        let a = e(1, Some("0123456789abcdef"), None);
+        let b = e(2, None, Some("fedcba9876543210"));
+        let c = e(3, Some("link:00000000000000ff"), Some(""));
+        let rows = [("a b/é.txt", &a), ("b", &b), ("c/d", &c)];
+        let bytes = encode(top, &rows);
+        let back = decode(&bytes, top).unwrap();
+        let again: Vec<(&str, &Entry)> = back.iter().map(|(p, e)| (p.as_str(), e)).collect();
+        assert_eq!(again, rows);
+        assert_eq!(decode(&encode(top, &[]), top), Some(Vec::new()));
+        // Another work tree, a torn or extended file, another format, unsorted rows, JSON.
+        assert_eq!(decode(&bytes, &top.join("x")), None);
+        for n in 0..bytes.len() {
+            assert_eq!(decode(&bytes[..n], top), None, "cut at {n}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(decode(&longer, top), None);
+        let other = String::from_utf8_lossy(&bytes).replace(FORMAT, "1/0.0.0");
+        assert_eq!(decode(other.as_bytes(), top), None);
+        assert_eq!(decode(&encode(top, &[("b", &b), ("a", &a)]), top), None);
+        assert_eq!(decode(&encode(top, &[("a", &a), ("a", &a)]), top), None);
+        assert_eq!(
+            decode(br#"{"format":"1/0.3.0","top":"/","entries":[]}"#, top),
+            None
+        );
+    }
+
+    #[test]
+    fn save_writes_only_what_changed_sorted() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().join("tree");
+        std::fs::create_dir(&top).unwrap();
+        for name in ["b.txt", "a.txt"] {
+            std::fs::write(top.join(name), name).unwrap();
+            set_times(&top.join(name), 10);
+        }
+        // Change times are now: wait until they are no longer racy.
+        std::thread::sleep(Duration::from_millis(3100));
+        let file = dir.path().join("cache.bin");
+        let open = || Cache {
+            file: Some(file.clone()),
+            top: top.clone(),
+            old: std::fs::read(&file)
+                .ok()
+                .and_then(|b| decode(&b, &top))
+                .unwrap_or_default(),
+            new: Vec::new(),
+            hits: 0,
+        };
+        // An earlier build's JSON cache beside it goes at the first write.
+        let json = dir.path().join("cache.json");
+        std::fs::write(&json, "{}").unwrap();
+        let mut cache = open();
+        for name in ["b.txt", "a.txt"] {
+            cache.of_path(name, &top.join(name));
+        }
+        cache.save();
+        assert!(!json.exists());
+        let stored = decode(&std::fs::read(&file).unwrap(), &top).unwrap();
+        let paths: Vec<&str> = stored.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["a.txt", "b.txt"]);
+        let written = std::fs::metadata(&file).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        // The same answers: all hits, nothing written.
+        let mut cache = open();
+        for name in ["a.txt", "b.txt"] {
+            cache.of_path(name, &top.join(name));
+        }
+        assert_eq!(cache.hits, 2);
+        cache.save();
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().modified().unwrap(),
+            written
+        );
+        // One path fewer: written again, without it.
+        let mut cache = open();
+        cache.of_path("b.txt", &top.join("b.txt"));
+        assert_eq!(cache.hits, 1);
+        cache.save();
+        let stored = decode(&std::fs::read(&file).unwrap(), &top).unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0].0, "b.txt");
     }
 }

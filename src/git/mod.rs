@@ -511,11 +511,15 @@ impl Repo {
         #[cfg(unix)]
         let rel = {
             use std::os::unix::ffi::OsStrExt;
-            std::ffi::OsStr::from_bytes(&bytes).to_os_string()
+            std::ffi::OsStr::from_bytes(&bytes)
         };
         #[cfg(not(unix))]
         let rel = std::ffi::OsString::from(String::from_utf8(bytes).ok()?);
-        Some(self.top.join(rel))
+        // Sized once: `join` would copy `top` and then grow the buffer for `rel`.
+        let mut abs = PathBuf::with_capacity(self.top.as_os_str().len() + 1 + rel.len());
+        abs.push(&self.top);
+        abs.push(rel);
+        Some(abs)
     }
 
     /// Whether a path read back from a session file is in the portable form a recorded path

@@ -147,11 +147,14 @@ struct RunsOnly {
 /// unreadable here says "maybe".
 fn may_have_dead_runs(project: &Project) -> bool {
     // A summary that matches the file holds every running run: no need to read the file.
-    if let Some(summary) = crate::session::summary::fresh(project) {
-        return summary.session.runs.iter().any(|r| {
+    // It is kept for the command's own read of the summary (`status`), which then takes it.
+    if let Some(dead) = crate::session::summary::with_fresh(project, |summary| {
+        summary.session.runs.iter().any(|r| {
             r.state == RunState::Running
                 && liveness(r.launcher_pid, r.launcher_started.as_deref()) == Liveness::Dead
-        });
+        })
+    }) {
+        return dead;
     }
     let Ok(Some(bytes)) = crate::fsutil::read_limited(
         &project.session_path(),

@@ -81,7 +81,26 @@ fn parents(path: &str) -> impl Iterator<Item = &str> {
     trimmed.match_indices('/').map(move |(i, _)| &path[..=i])
 }
 
+/// Whether [`bound`] gives `files` back as they are: few enough entries, and too few untracked
+/// files below any directory for one to collapse (their sum bounds every directory's count).
+/// A test that costs no allocation, for readers that compare a live list with a recorded one.
+pub fn leaves_unchanged(files: &[FileState]) -> bool {
+    files.len() <= MAX_LISTED && !may_collapse(files)
+}
+
+fn may_collapse(files: &[FileState]) -> bool {
+    let below_some_dir: u64 = files
+        .iter()
+        .filter(|f| f.status == FileStatus::Untracked && parents(&f.path).next().is_some())
+        .map(files_of)
+        .sum();
+    below_some_dir >= COLLAPSE_AT
+}
+
 fn collapse(files: &[FileState]) -> Vec<FileState> {
+    if !may_collapse(files) {
+        return files.to_vec();
+    }
     // Per directory: untracked files below it, and whether anything else is listed below it.
     let mut dirs: HashMap<&str, (u64, bool)> = HashMap::new();
     for f in files {
@@ -198,5 +217,41 @@ mod tests {
         let mut list = files.clone();
         bound_into(&mut list, &mut extra);
         assert_eq!(total_of(&list, &extra), 500);
+    }
+
+    #[test]
+    fn leaves_unchanged_is_true_only_where_bound_changes_nothing() {
+        let mut lists = vec![
+            Vec::new(),
+            many("d/", 15),
+            many("d/", 16),
+            many("d/", 40),
+            (0..MAX_LISTED + 1)
+                .map(|i| f(&format!("f{i:04}"), FileStatus::Modified))
+                .collect(),
+        ];
+        // Top-level untracked files never collapse, however many.
+        lists.push(
+            (0..30)
+                .map(|i| f(&format!("u{i:02}"), FileStatus::Untracked))
+                .collect(),
+        );
+        // Sixteen below different directories: no one directory has enough, but the sum does.
+        lists.push(
+            (0..16)
+                .map(|i| f(&format!("d{i:02}/x"), FileStatus::Untracked))
+                .collect(),
+        );
+        let mut mixed = many("a/b/", 10);
+        mixed.extend(many("a/c/", 10));
+        mixed.push(f("a/b/tracked", FileStatus::Modified));
+        lists.push(mixed);
+        for files in &lists {
+            if leaves_unchanged(files) {
+                assert_eq!(bound(files), (files.clone(), None), "{} files", files.len());
+            }
+        }
+        assert!(leaves_unchanged(&lists[1]) && leaves_unchanged(&lists[5]));
+        assert!(!leaves_unchanged(&lists[2]) && !leaves_unchanged(&lists[4]));
     }
 }

@@ -188,27 +188,45 @@ fn write(session_path: &Path, summary: &Summary) -> Option<()> {
         .map(drop)
 }
 
+/// The stored summary last parsed by [`with_fresh`], with its session file's path and identity,
+/// kept for the command's next reader, which takes it ([`fresh`]) instead of parsing it again.
+type Parsed = Option<(PathBuf, Identity, Summary)>;
+static PARSED: std::sync::Mutex<Parsed> = std::sync::Mutex::new(None);
+
 /// The summary of `project`'s session when one matches the file as it is now.
 pub fn fresh(project: &Project) -> Option<Summary> {
     let session_path = project.session_path();
     let now = Identity::of(&session_path)?;
     // A command that reads the summary twice (closing dead runs, then its own work) parses
-    // it once: the copy kept is used while the session file's identity is unchanged.
-    static READ: std::sync::Mutex<Option<(PathBuf, Identity, Summary)>> =
-        std::sync::Mutex::new(None);
-    if let Ok(read) = READ.lock()
-        && let Some((path, identity, summary)) = read.as_ref()
+    // it once: the one [`with_fresh`] kept is taken while the file's identity is unchanged.
+    if let Ok(mut parsed) = PARSED.lock()
+        && let Some((path, identity, _)) = parsed.as_ref()
         && *path == session_path
         && *identity == now
     {
-        return Some(summary.clone());
+        return parsed.take().map(|(_, _, summary)| summary);
     }
-    let summary: Summary = serde_json::from_slice(&stored_bytes(&session_path)?).ok()?;
-    let summary = (summary.source == now).then(|| summary.unpack())?;
-    if let Ok(mut read) = READ.lock() {
-        *read = Some((session_path, now, summary.clone()));
+    parse(&session_path, now)
+}
+
+/// `f` of the summary of `project`'s session when one matches the file as it is now, which is
+/// kept for the next [`fresh`] of the same file.
+pub fn with_fresh<R>(project: &Project, f: impl FnOnce(&Summary) -> R) -> Option<R> {
+    let session_path = project.session_path();
+    let now = Identity::of(&session_path)?;
+    let mut parsed = PARSED.lock().ok()?;
+    if !matches!(parsed.as_ref(), Some((path, identity, _)) if *path == session_path && *identity == now)
+    {
+        *parsed = Some((session_path.clone(), now, parse(&session_path, now)?));
     }
-    Some(summary)
+    parsed.as_ref().map(|(_, _, summary)| f(summary))
+}
+
+/// The stored summary of the session at `session_path` when it was made from the file of
+/// identity `now`.
+fn parse(session_path: &Path, now: Identity) -> Option<Summary> {
+    let summary: Summary = serde_json::from_slice(&stored_bytes(session_path)?).ok()?;
+    (summary.source == now).then(|| summary.unpack())
 }
 
 /// The stored summary file of the session at `session_path`, as bytes (at most
