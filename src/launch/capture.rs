@@ -1300,6 +1300,11 @@ mod tests {
             "\x1b8",
             "\x1b[s",
             "\x1b[u",
+            "\x1b[?7l\x1b7\x1b[?7h",
+            "\x1b[?7l\x1b[s\x1b[?7h",
+            "\x1b[?7l\x1b[?1048h\x1b[?7h",
+            "\x1b[?7l\x1b[?1049h\x1b[?7h",
+            "\x1b[4h\x1b[?1049h\x1b[?1049l",
             "\x1b[?1048h",
             "\x1b[?1048l",
             "\x1b[?1049h",
@@ -1383,7 +1388,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
+        #![proptest_config(ProptestConfig::with_cases(1000))]
         /// The short cut gives the emulator's text, byte for byte, and leaves the emulator in
         /// the state it alone would have, whatever the output, window size and reads.
         #[test]
