@@ -509,9 +509,9 @@ impl ScreenText {
         self.feed_text(&text)
     }
 
-    /// [`ScreenText::feed`] for output already decoded (whole characters, as
-    /// [`Utf8Joiner`] gives them).
-    fn feed_text(&mut self, text: &str) -> String {
+    /// [`ScreenText::feed`] for output already decoded: the text of the bytes, each character
+    /// whole (a character split between reads is given once its last byte came).
+    pub fn feed_text(&mut self, text: &str) -> String {
         if !self.fast {
             self.play(text);
         } else if self.pending.is_empty() {
@@ -748,23 +748,17 @@ struct TextFile {
 
 /// What the capture tells the text thread, in output order.
 enum ToText {
-    /// Output bytes.
-    Bytes(Vec<u8>),
+    /// Output, decoded as the cast has it (whole characters).
+    Text(String),
     /// The window's new size: `(cols, rows)`.
     Resize(u16, u16),
-    /// The output was cut: an unfinished character is dropped.
-    Cut,
 }
 
 impl TextFile {
     fn take(&mut self, message: ToText) {
         let lines = match message {
-            ToText::Bytes(bytes) => self.screen.feed(&bytes),
+            ToText::Text(text) => self.screen.feed_text(&text),
             ToText::Resize(cols, rows) => self.screen.resize(cols, rows),
-            ToText::Cut => {
-                self.screen.drop_pending();
-                return;
-            }
         };
         self.out(&lines);
     }
@@ -814,7 +808,7 @@ impl TextFile {
 /// An open capture.
 ///
 /// [`Capture::write`] writes the raw bytes and the cast itself (a copy and a JSON escape) and
-/// hands the bytes to a thread of its own that plays them through the terminal emulator into
+/// hands the cast's text to a thread of its own that plays it through the terminal emulator into
 /// `capture.txt` (several times the cost of the rest), so a caller on the relay's path waits
 /// for neither. What that thread has not rendered yet waits in memory, at most the capture's
 /// limit; [`Capture::finish`] waits for it.
@@ -927,7 +921,6 @@ impl Capture {
         } else if take.len() < bytes.len() {
             self.cut = true;
             self.cast_utf8.drop_pending();
-            self.tell(ToText::Cut);
             let note = format!(
                 "\r\n[pas-agent: capture cut at {} bytes; set {LIMIT_ENV} to keep more]\r\n",
                 self.limit
@@ -966,17 +959,16 @@ impl Capture {
             && self.cast.write_all(b"\n").is_ok()
     }
 
-    /// Writes bytes to the cast (an `"o"` event) and hands them to the text thread.
+    /// Writes bytes to the cast (an `"o"` event) and hands its text to the text thread.
     fn derived(&mut self, bytes: &[u8]) -> bool {
         let data = self.cast_utf8.feed(bytes);
-        if !data.is_empty() {
-            let t = self.started.elapsed().as_secs_f64();
-            if !self.event(t, "o", &data) {
-                return false;
-            }
+        if data.is_empty() {
+            return true;
         }
-        self.tell(ToText::Bytes(bytes.to_vec()));
-        true
+        let t = self.started.elapsed().as_secs_f64();
+        let ok = self.event(t, "o", &data);
+        self.tell(ToText::Text(data));
+        ok
     }
 
     /// Flushes the raw bytes and the cast, then waits for the text thread to write the rest
