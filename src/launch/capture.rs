@@ -403,15 +403,42 @@ fn rows_of(len: usize, cols: usize) -> usize {
     len.div_ceil(cols).max(1)
 }
 
+/// How many bytes at the start of `bytes` are printable ASCII (0x20 to 0x7E), eight looked at
+/// together (as [`super::modes::plain_prefix`] does).
+fn printable_prefix(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let printable = |b: &u8| matches!(b, 0x20..=0x7e);
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for word in words.by_ref() {
+        let w = u64::from_le_bytes(word.try_into().expect("chunks of 8"));
+        // Bit 7 of a byte is set here when it is below 0x20 (or a false alarm above such a
+        // byte), 0x7F or above 0x7F.
+        let below = w.wrapping_sub(ONES * 0x20) & !w;
+        let del = w ^ (ONES * 0x7f);
+        let del = del.wrapping_sub(ONES) & !del;
+        if (below | del | w) & HIGH != 0 {
+            if let Some(i) = word.iter().position(|b| !printable(b)) {
+                return at + i;
+            }
+        }
+        at += 8;
+    }
+    let rest = words.remainder();
+    at + rest
+        .iter()
+        .position(|b| !printable(b))
+        .unwrap_or(rest.len())
+}
+
 /// The length of the plain lines at the start of `bytes`: complete lines of printable ASCII
 /// (0x20 to 0x7E), each ended by `\r\n`.
 fn plain_lines(bytes: &[u8]) -> usize {
     let mut end = 0;
     let mut i = 0;
     loop {
-        while i < bytes.len() && matches!(bytes[i], 0x20..=0x7e) {
-            i += 1;
-        }
+        i += printable_prefix(&bytes[i..]);
         if bytes.get(i..i + 2) != Some(b"\r\n") {
             return end;
         }
@@ -534,10 +561,7 @@ impl ScreenText {
                 self.held.push_str(&text[pos..pos + n]);
                 pos += n;
                 let rest = &bytes[pos..];
-                let printable = rest
-                    .iter()
-                    .position(|b| !matches!(b, 0x20..=0x7e))
-                    .unwrap_or(rest.len());
+                let printable = printable_prefix(rest);
                 if rest.len() <= PENDING_MAX
                     && (printable == rest.len()
                         || (printable + 1 == rest.len() && rest[printable] == b'\r'))
@@ -615,9 +639,13 @@ impl ScreenText {
             self.ahead = true;
         }
         let out = &mut self.reader.out;
-        for line in self.held[..start].split_terminator("\r\n") {
-            out.push_str(line.trim_end_matches(' '));
+        let mut rest = &self.held[..start];
+        while !rest.is_empty() {
+            // Every held line is printable up to its `\r\n`.
+            let end = printable_prefix(rest.as_bytes());
+            out.push_str(rest[..end].trim_end_matches(' '));
             out.push('\n');
+            rest = &rest[end + 2..];
             self.skipped += 1;
         }
         self.held.drain(..start);
@@ -1479,6 +1507,27 @@ mod tests {
                 let ns = start.elapsed().as_nanos() as f64 / bytes.len() as f64;
                 println!("{name}, short cut {fast}: {ns:.2} ns/byte ({len} bytes of text)");
             }
+        }
+    }
+
+    proptest! {
+        /// The word-at-a-time scan stops where the byte-by-byte one does.
+        #[test]
+        fn printable_prefix_is_the_first_byte_that_is_not_printable(
+            bytes in prop::collection::vec(prop_oneof![
+                0x20u8..=0x7e, prop::sample::select(vec![0u8, 9, 10, 13, 0x1b, 0x1f, 0x7f, 0x80, 0x9b, 0xc3, 0xff])
+            ], 0..70),
+            printable_first in 0usize..64,
+        ) {
+            let mut bytes = bytes;
+            let n = printable_first.min(bytes.len());
+            for b in &mut bytes[..n] {
+                if !matches!(b, 0x20..=0x7e) {
+                    *b = b'a';
+                }
+            }
+            let expected = bytes.iter().position(|b| !matches!(b, 0x20..=0x7e)).unwrap_or(bytes.len());
+            prop_assert_eq!(printable_prefix(&bytes), expected);
         }
     }
 }
