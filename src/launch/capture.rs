@@ -8,7 +8,8 @@
 //! - `capture.txt`: what a person read on the screen. The output is played through a terminal
 //!   emulator ([`avt`], the virtual terminal of asciinema's own player and CLI) of the run's
 //!   window size; every line that scrolls off the top is written out as it goes (soft-wrapped
-//!   rows joined, trailing blanks trimmed), then the final screen. A full-screen agent that
+//!   rows joined, trailing blanks trimmed; plain lines up to a screenful later, see
+//!   [`ScreenText`]), then the final screen. A full-screen agent that
 //!   redraws in place reads as its screens, not as fragments of its redraws. What an agent drew
 //!   on the alternate screen (the full-screen mode that leaves no scrollback) is written as it
 //!   was when the agent left that mode, after a `[pas-agent: …]` note line, and so is the
