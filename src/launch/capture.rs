@@ -419,10 +419,10 @@ fn printable_prefix(bytes: &[u8]) -> usize {
         let below = w.wrapping_sub(ONES * 0x20) & !w;
         let del = w ^ (ONES * 0x7f);
         let del = del.wrapping_sub(ONES) & !del;
-        if (below | del | w) & HIGH != 0 {
-            if let Some(i) = word.iter().position(|b| !printable(b)) {
-                return at + i;
-            }
+        if (below | del | w) & HIGH != 0
+            && let Some(i) = word.iter().position(|b| !printable(b))
+        {
+            return at + i;
         }
         at += 8;
     }
@@ -1485,7 +1485,7 @@ mod tests {
         let mut i = 0u32;
         while tui.len() < 8 << 20 {
             tui.extend_from_slice(format!("\x1b[{};1H\x1b[2K\x1b[1;36m> \x1b[0mstep {i}: reading src/launch/capture.rs \x1b[2m({} lines)\x1b[0m", i % 20 + 2, i * 3).as_bytes());
-            if i % 7 == 0 {
+            if i.is_multiple_of(7) {
                 tui.extend_from_slice(
                     b"\x1b[24;1H\r\nplain log line from the agent, nothing special in it\r\n",
                 );

@@ -404,10 +404,10 @@ pub fn plain_prefix(bytes: &[u8]) -> usize {
         let below = w.wrapping_sub(ONES * 0x20) & !w;
         let del = w ^ (ONES * 0x7f);
         let del = del.wrapping_sub(ONES) & !del;
-        if (below | del | w) & HIGH != 0 {
-            if let Some(i) = word.iter().position(|&b| !plain(b)) {
-                return at + i;
-            }
+        if (below | del | w) & HIGH != 0
+            && let Some(i) = word.iter().position(|&b| !plain(b))
+        {
+            return at + i;
         }
         at += 8;
     }
