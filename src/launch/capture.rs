@@ -557,7 +557,14 @@ impl ScreenText {
         let bytes = text.as_bytes();
         let mut pos = 0;
         while pos < bytes.len() {
-            if !self.held.is_empty() || self.may_hold() {
+            // Whether the next line is plain (or the text ends in what may become one), before
+            // the emulator's state is looked at, and the run of plain lines only then: a line
+            // that is played is scanned once.
+            let line = printable_prefix(&bytes[pos..]);
+            let after = &bytes[pos + line..];
+            let candidate = after.starts_with(b"\r\n")
+                || ((after.is_empty() || after == b"\r") && line + after.len() <= PENDING_MAX);
+            if candidate && (!self.held.is_empty() || self.may_hold()) {
                 let n = plain_lines(&bytes[pos..]);
                 self.held.push_str(&text[pos..pos + n]);
                 pos += n;
@@ -1466,7 +1473,8 @@ mod tests {
 
     /// The cost of the text, in nanoseconds per byte of output (`cargo test --release --lib
     /// screen_text_speed -- --ignored --nocapture`): plain 120-column lines on an 80×24 screen,
-    /// and a redrawing TUI's output, each in 4 KiB reads, with and without the short cut.
+    /// a redrawing TUI's output, and plain lines in a scroll region (where the short cut never
+    /// applies), each in 4 KiB reads, with and without the short cut.
     #[test]
     #[ignore]
     #[allow(clippy::disallowed_macros)]
@@ -1492,7 +1500,14 @@ mod tests {
             }
             i += 1;
         }
-        for (name, bytes) in [("plain 120-column lines", &plain), ("TUI redraws", &tui)] {
+        // The same lines in a scroll region: the short cut never applies.
+        let mut region = b"\x1b[1;20r".to_vec();
+        region.extend_from_slice(&plain[..8 << 20]);
+        for (name, bytes) in [
+            ("plain 120-column lines", &plain),
+            ("TUI redraws", &tui),
+            ("plain lines in a scroll region", &region),
+        ] {
             for fast in [false, true] {
                 let mut screen = if fast {
                     ScreenText::new(80, 24)
