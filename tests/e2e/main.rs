@@ -20,6 +20,7 @@ mod launcher_support;
 mod mcp;
 mod mock_model;
 mod perf;
+mod ptyfast;
 mod run;
 mod safety_fs;
 mod safety_limits;
