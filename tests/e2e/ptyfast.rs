@@ -14,7 +14,7 @@ fn a_long_plain_output_reads_as_its_lines() {
     let sb = Sandbox::with_session();
     let mut file = String::new();
     let mut expected = String::new();
-    let mut plain = |file: &mut String, expected: &mut String, from: u32, to: u32| {
+    let plain = |file: &mut String, expected: &mut String, from: u32, to: u32| {
         for i in from..to {
             let width = [120usize, 80, 0, 7, 240, 79][i as usize % 6];
             let body: String = (0..width)
