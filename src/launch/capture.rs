@@ -8,7 +8,8 @@
 //! - `capture.txt`: what a person read on the screen. The output is played through a terminal
 //!   emulator ([`avt`], the virtual terminal of asciinema's own player and CLI) of the run's
 //!   window size; every line that scrolls off the top is written out as it goes (soft-wrapped
-//!   rows joined, trailing blanks trimmed), then the final screen. A full-screen agent that
+//!   rows joined, trailing blanks trimmed; plain lines up to a screenful later, see
+//!   [`ScreenText`]), then the final screen. A full-screen agent that
 //!   redraws in place reads as its screens, not as fragments of its redraws. What an agent drew
 //!   on the alternate screen (the full-screen mode that leaves no scrollback) is written as it
 //!   was when the agent left that mode, after a `[pas-agent: …]` note line, and so is the
@@ -33,8 +34,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use avt::parser::{DecMode, Function};
-use avt::{Line, Observation, Observer, Operation, ScreenKind, Terminal};
+use avt::parser::{AnsiMode, DecMode, Function, State};
+use avt::{Charset, Line, Observation, Observer, Operation, Parser, ScreenKind, Terminal};
 
 use crate::fsutil::{Named, WriteError, WriteGuard};
 
@@ -201,7 +202,7 @@ fn leaves_alternate(operation: &Operation) -> bool {
 }
 
 impl Observer for Reader {
-    type Output = String;
+    type Output = ();
 
     fn before(&mut self, context: &mut Observation<'_>, operation: &Operation) {
         let terminal = context.terminal();
@@ -218,9 +219,7 @@ impl Observer for Reader {
         self.line(line);
     }
 
-    fn end(&mut self, _: &mut Observation<'_>) -> String {
-        std::mem::take(&mut self.out)
-    }
+    fn end(&mut self, _: &mut Observation<'_>) {}
 }
 
 /// The emulator's size for a window of `cols`×`rows`: at least 1×1, at most
@@ -233,13 +232,288 @@ fn screen_size(cols: u16, rows: u16) -> (usize, usize) {
     )
 }
 
+/// The emulator's settings that decide how a line of printable ASCII prints, followed exactly
+/// from the functions the parser hands it (avt keeps them private): what avt 0.19's engine
+/// does to them in `ris`, `soft_reset`, `decstbm`, `decset`/`decrst`, `save_cursor`/
+/// `restore_cursor`, `sm`/`rm`, `gzd4`/`g1d4`, `so`/`si` and `resize`, and nothing else touches
+/// them. The matches are exhaustive, so a new function in a later avt fails to compile here.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Modes {
+    /// Insert mode (IRM).
+    insert: bool,
+    /// Auto-wrap (DECAWM).
+    auto_wrap: bool,
+    /// The scroll region is the whole screen.
+    full_region: bool,
+    /// G0 and G1.
+    charsets: [Charset; 2],
+    /// G1 is shifted in (SO).
+    shifted: bool,
+    /// The alternate screen is shown.
+    alternate: bool,
+    /// Auto-wrap as saved with the cursor, on the primary and the alternate screen.
+    saved_auto_wrap: [bool; 2],
+}
+
+impl Default for Modes {
+    fn default() -> Modes {
+        Modes {
+            insert: false,
+            auto_wrap: true,
+            full_region: true,
+            charsets: [Charset::Ascii, Charset::Ascii],
+            shifted: false,
+            alternate: false,
+            saved_auto_wrap: [true, true],
+        }
+    }
+}
+
+impl Modes {
+    /// Whether a printable ASCII character prints as itself, overwriting, wrapping at the
+    /// right margin, and a line feed at the bottom row scrolls the whole screen.
+    fn plain(&self) -> bool {
+        !self.insert
+            && self.auto_wrap
+            && self.full_region
+            && !self.alternate
+            && self.charsets[usize::from(self.shifted)] == Charset::Ascii
+    }
+
+    fn saved(&mut self) -> &mut bool {
+        &mut self.saved_auto_wrap[usize::from(self.alternate)]
+    }
+
+    /// Follows `function`, about to be executed on a screen of `rows` rows.
+    fn track(&mut self, function: &Function, rows: usize) {
+        use Function as F;
+        match function {
+            F::Ris => *self = Modes::default(),
+            F::Decstr => {
+                self.full_region = true;
+                self.insert = false;
+                self.charsets = [Charset::Ascii, Charset::Ascii];
+                self.shifted = false;
+                *self.saved() = true;
+            }
+            F::Decstbm(top, bottom) => {
+                let top = usize::from(*top).max(1) - 1;
+                let bottom = if *bottom == 0 {
+                    rows
+                } else {
+                    usize::from(*bottom)
+                } - 1;
+                if top < bottom && bottom < rows {
+                    self.full_region = top == 0 && bottom == rows - 1;
+                }
+            }
+            F::Decset(modes) => {
+                for mode in modes.as_slice() {
+                    match mode {
+                        DecMode::AutoWrap => self.auto_wrap = true,
+                        DecMode::AltScreenBuffer => self.alternate = true,
+                        DecMode::SaveCursor => *self.saved() = self.auto_wrap,
+                        DecMode::SaveCursorAltScreenBuffer => {
+                            *self.saved() = self.auto_wrap;
+                            self.alternate = true;
+                        }
+                        DecMode::CursorKeys | DecMode::Origin | DecMode::TextCursorEnable => {}
+                    }
+                }
+            }
+            F::Decrst(modes) => {
+                for mode in modes.as_slice() {
+                    match mode {
+                        DecMode::AutoWrap => self.auto_wrap = false,
+                        DecMode::AltScreenBuffer => self.alternate = false,
+                        DecMode::SaveCursor => self.auto_wrap = *self.saved(),
+                        DecMode::SaveCursorAltScreenBuffer => {
+                            self.alternate = false;
+                            self.auto_wrap = *self.saved();
+                        }
+                        DecMode::CursorKeys | DecMode::Origin | DecMode::TextCursorEnable => {}
+                    }
+                }
+            }
+            F::Decsc | F::Scosc => *self.saved() = self.auto_wrap,
+            F::Decrc | F::Scorc => self.auto_wrap = *self.saved(),
+            F::Sm(modes) | F::Rm(modes) => {
+                let on = matches!(function, F::Sm(_));
+                for mode in modes.as_slice() {
+                    match mode {
+                        AnsiMode::Insert => self.insert = on,
+                        AnsiMode::NewLine => {}
+                    }
+                }
+            }
+            F::Gzd4(charset) => self.charsets[0] = *charset,
+            F::G1d4(charset) => self.charsets[1] = *charset,
+            F::So => self.shifted = true,
+            F::Si => self.shifted = false,
+            F::Bs
+            | F::Cbt(_)
+            | F::Cha(_)
+            | F::Cht(_)
+            | F::Cnl(_)
+            | F::Cpl(_)
+            | F::Cr
+            | F::Ctc(_)
+            | F::Cub(_)
+            | F::Cud(_)
+            | F::Cuf(_)
+            | F::Cup(_, _)
+            | F::Cuu(_)
+            | F::Dch(_)
+            | F::Decaln
+            | F::Dl(_)
+            | F::Ech(_)
+            | F::Ed(_)
+            | F::El(_)
+            | F::Ht
+            | F::Hts
+            | F::Ich(_)
+            | F::Il(_)
+            | F::Lf
+            | F::Nel
+            | F::Osc(_)
+            | F::Print(_)
+            | F::Rep(_)
+            | F::Ri
+            | F::Sd(_)
+            | F::Sgr(_)
+            | F::Su(_)
+            | F::Tbc(_)
+            | F::Vpa(_)
+            | F::Vpr(_)
+            | F::Xtwinops(_) => {}
+        }
+    }
+
+    /// The screen became `rows` rows high (it was `before`): the scroll region is reset.
+    fn resized(&mut self, before: usize, rows: usize) {
+        if rows != before {
+            self.full_region = true;
+        }
+    }
+}
+
+/// How many rows a plain line of `len` characters takes on a screen `cols` wide: a line that
+/// fills its last row exactly leaves the cursor past the margin, and the carriage return takes
+/// it back without a wrap.
+fn rows_of(len: usize, cols: usize) -> usize {
+    len.div_ceil(cols).max(1)
+}
+
+/// How many bytes at the start of `bytes` are printable ASCII (0x20 to 0x7E), eight looked at
+/// together (as [`super::modes::plain_prefix`] does).
+fn printable_prefix(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let printable = |b: &u8| matches!(b, 0x20..=0x7e);
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for word in words.by_ref() {
+        let w = u64::from_le_bytes(word.try_into().expect("chunks of 8"));
+        // Bit 7 of a byte is set here when it is below 0x20 (or a false alarm above such a
+        // byte), 0x7F or above 0x7F.
+        let below = w.wrapping_sub(ONES * 0x20) & !w;
+        let del = w ^ (ONES * 0x7f);
+        let del = del.wrapping_sub(ONES) & !del;
+        if (below | del | w) & HIGH != 0
+            && let Some(i) = word.iter().position(|b| !printable(b))
+        {
+            return at + i;
+        }
+        at += 8;
+    }
+    let rest = words.remainder();
+    at + rest
+        .iter()
+        .position(|b| !printable(b))
+        .unwrap_or(rest.len())
+}
+
+/// The length of the plain lines at the start of `bytes`: complete lines of printable ASCII
+/// (0x20 to 0x7E), each ended by `\r\n`.
+fn plain_lines(bytes: &[u8]) -> usize {
+    let mut end = 0;
+    let mut i = 0;
+    loop {
+        i += printable_prefix(&bytes[i..]);
+        if bytes.get(i..i + 2) != Some(b"\r\n") {
+            return end;
+        }
+        i += 2;
+        end = i;
+    }
+}
+
+/// Passes evictions to the reader but the first `skip` (rows it already read).
+struct Skip<'a> {
+    reader: &'a mut Reader,
+    skip: usize,
+}
+
+impl Observer for Skip<'_> {
+    type Output = ();
+
+    fn before(&mut self, context: &mut Observation<'_>, operation: &Operation) {
+        self.reader.before(context, operation);
+    }
+
+    fn evicted(&mut self, context: &mut Observation<'_>, line: &Line) {
+        if self.skip > 0 {
+            self.skip -= 1;
+        } else {
+            self.reader.evicted(context, line);
+        }
+    }
+
+    fn end(&mut self, _: &mut Observation<'_>) {}
+}
+
+/// The longest unfinished plain line held back between feeds (bytes); a longer one goes
+/// through the emulator as it comes.
+const PENDING_MAX: usize = 4096;
+
 /// Renders terminal output as the text a person read on a screen of a given size: lines that
 /// scroll off the top as they go, the final screen at the end (see the module documentation).
 /// The result does not depend on how the output is cut into pieces.
+///
+/// Plain output takes a short cut: when the emulator is in a state where a line of printable
+/// ASCII ended by `\r\n` just prints and scrolls (primary screen, cursor at the start of a blank
+/// bottom row, the whole screen as the scroll region, auto-wrap on, insert mode off, an ASCII
+/// character set, the parser between sequences: see [`Modes`]), such lines are held back
+/// instead of played. The text of a held line that will scroll off is the line itself; only
+/// the last screenful is played through the emulator when something else comes (or the
+/// screen is resized or finished), which leaves it in the state the whole run would have.
 pub struct ScreenText {
     terminal: Terminal,
+    /// The emulator's parser, kept here so that its state can be seen.
+    parser: Parser,
+    modes: Modes,
     reader: Reader,
     utf8: Utf8Joiner,
+    /// Complete plain lines not played yet (each ended by `\r\n`); they started in the state
+    /// described above.
+    held: String,
+    /// An unfinished plain line after `held` (printable ASCII, maybe a final `\r`), at most
+    /// [`PENDING_MAX`] bytes.
+    pending: String,
+    /// The screen's rows above the bottom one were read already (they scroll off first when
+    /// `held` is played).
+    ahead: bool,
+    /// Whether the short cut is taken (tests compare it with the emulator alone).
+    fast: bool,
+    /// How many lines took the short cut.
+    skipped: u64,
+    /// `held` is not looked at again before it is this long (bytes): twice what was left the
+    /// last time, at least [`ScreenText::COMPRESS_MIN`], so that finding the last screenful
+    /// (a walk back over it) costs a bounded share of each byte, whatever the screen's size
+    /// and the reads'.
+    compress_at: usize,
+    /// The least `compress_at` (tests make it 0).
+    compress_min: usize,
 }
 
 impl ScreenText {
@@ -251,22 +525,228 @@ impl ScreenText {
             .expect("screen_size gives at least 1x1, which is valid");
         ScreenText {
             terminal,
+            parser: Parser::new(),
+            modes: Modes::default(),
             reader: Reader::default(),
             utf8: Utf8Joiner::default(),
+            held: String::new(),
+            pending: String::new(),
+            ahead: false,
+            fast: true,
+            skipped: 0,
+            compress_at: Self::COMPRESS_MIN,
+            compress_min: Self::COMPRESS_MIN,
         }
     }
 
-    /// Feeds output bytes; returns the lines that became final (each ended by `\n`).
+    /// See `compress_at`.
+    const COMPRESS_MIN: usize = 16 * 1024;
+
+    /// Feeds output bytes; returns the lines that became final (each ended by `\n`). Lines of
+    /// plain output can come out a screenful later than they were fed.
     pub fn feed(&mut self, bytes: &[u8]) -> String {
         let text = self.utf8.feed(bytes);
-        self.terminal.feed_with(text.as_str(), &mut self.reader)
+        self.feed_text(&text)
+    }
+
+    /// [`ScreenText::feed`] for output already decoded: the text of the bytes, each character
+    /// whole (a character split between reads is given once its last byte came).
+    pub fn feed_text(&mut self, text: &str) -> String {
+        if !self.fast {
+            self.play(text);
+        } else if self.pending.is_empty() {
+            self.take_text(text);
+        } else {
+            let mut joined = std::mem::take(&mut self.pending);
+            joined.push_str(text);
+            self.take_text(&joined);
+        }
+        std::mem::take(&mut self.reader.out)
+    }
+
+    /// Holds back plain lines where the short cut applies, plays the rest.
+    fn take_text(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        let mut pos = 0;
+        while pos < bytes.len() {
+            // Whether the next line is plain (or the text ends in what may become one), before
+            // the emulator's state is looked at, and the run of plain lines only then: a line
+            // that is played is scanned once.
+            let line = printable_prefix(&bytes[pos..]);
+            let after = &bytes[pos + line..];
+            let candidate = after.starts_with(b"\r\n")
+                || ((after.is_empty() || after == b"\r") && line + after.len() <= PENDING_MAX);
+            if candidate && (!self.held.is_empty() || self.may_hold()) {
+                let n = plain_lines(&bytes[pos..]);
+                self.held.push_str(&text[pos..pos + n]);
+                pos += n;
+                let rest = &bytes[pos..];
+                let printable = printable_prefix(rest);
+                if rest.len() <= PENDING_MAX
+                    && (printable == rest.len()
+                        || (printable + 1 == rest.len() && rest[printable] == b'\r'))
+                {
+                    self.pending.push_str(&text[pos..]);
+                    break;
+                }
+            }
+            self.flush();
+            let next = bytes[pos..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |i| pos + i + 1);
+            self.play(&text[pos..next]);
+            pos = next;
+        }
+        self.compress();
+    }
+
+    /// Whether a plain line fed now would just print and scroll (see the type's documentation)
+    /// and its text can be told before it is played: nothing read is waiting to be joined to
+    /// the bottom row.
+    fn may_hold(&self) -> bool {
+        if !self.modes.plain() || self.parser.state != State::Ground {
+            return false;
+        }
+        let rows = self.terminal.size().1;
+        let cursor = self.terminal.cursor();
+        if cursor.col != 0
+            || cursor.row != rows - 1
+            || self.terminal.active_screen_kind() != ScreenKind::Primary
+        {
+            return false;
+        }
+        let screen = self.terminal.primary_screen();
+        let blank_bottom = screen
+            .line(rows - 1)
+            .is_some_and(|l| !l.is_wrapped() && l.chars().all(|c| c == ' '));
+        let above_ends = match rows.checked_sub(2) {
+            Some(row) => screen.line(row).is_some_and(|l| !l.is_wrapped()),
+            None => self.reader.partial.is_empty(),
+        };
+        blank_bottom && above_ends
+    }
+
+    /// Writes out the held lines that will scroll off the top anyway: all but the last ones
+    /// that fill at least a screen, which stay held. The first time, the screen's rows above
+    /// the bottom one are read first: they are the first to leave.
+    fn compress(&mut self) {
+        if self.held.len() < self.compress_at {
+            return;
+        }
+        self.compress_at = self.compress_min.max(2 * self.held.len());
+        let (cols, rows) = self.terminal.size();
+        let bytes = self.held.as_bytes();
+        let mut start = bytes.len();
+        let mut tail = 0;
+        while tail < rows && start > 0 {
+            let end = start - 2; // the line's `\r`
+            let begin = bytes[..end]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            tail += rows_of(end - begin, cols);
+            start = begin;
+        }
+        if tail < rows || start == 0 {
+            return;
+        }
+        if !self.ahead {
+            for line in self
+                .terminal
+                .primary_screen()
+                .visible_lines()
+                .take(rows - 1)
+            {
+                self.reader.line(line);
+            }
+            self.ahead = true;
+        }
+        let out = &mut self.reader.out;
+        let mut rest = &self.held[..start];
+        while !rest.is_empty() {
+            // Every held line is printable up to its `\r\n`.
+            let end = printable_prefix(rest.as_bytes());
+            out.push_str(rest[..end].trim_end_matches(' '));
+            out.push('\n');
+            rest = &rest[end + 2..];
+            self.skipped += 1;
+        }
+        self.held.drain(..start);
+        self.compress_at = self.compress_min.max(2 * self.held.len());
+    }
+
+    /// Plays the held lines (their last screenful, if [`ScreenText::compress`] wrote out the
+    /// rest), passing on only the rows not read yet.
+    fn flush(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let held = std::mem::take(&mut self.held);
+        if self.ahead {
+            let skip = self.terminal.size().1 - 1;
+            let observer = Skip {
+                reader: &mut self.reader,
+                skip,
+            };
+            Self::run(
+                &mut self.terminal,
+                &mut self.parser,
+                &mut self.modes,
+                &held,
+                observer,
+            );
+            self.ahead = false;
+        } else {
+            self.play(&held);
+        }
+        self.held = held;
+        self.held.clear();
+        self.compress_at = self.compress_min;
+    }
+
+    /// Plays the held and the pending text.
+    fn settle(&mut self) {
+        self.flush();
+        let pending = std::mem::take(&mut self.pending);
+        self.play(&pending);
+    }
+
+    /// Plays `text` through the emulator.
+    fn play(&mut self, text: &str) {
+        Self::run(
+            &mut self.terminal,
+            &mut self.parser,
+            &mut self.modes,
+            text,
+            &mut self.reader,
+        );
+    }
+
+    fn run<O: Observer>(
+        terminal: &mut Terminal,
+        parser: &mut Parser,
+        modes: &mut Modes,
+        text: &str,
+        observer: O,
+    ) {
+        let rows = terminal.size().1;
+        let functions = text
+            .chars()
+            .filter_map(|ch| parser.feed(ch))
+            .inspect(|f| modes.track(f, rows));
+        terminal.execute_with(functions, observer);
     }
 
     /// The window changed size: the screen reflows as a terminal's does; returns the lines that
     /// left it.
     pub fn resize(&mut self, cols: u16, rows: u16) -> String {
+        self.settle();
         let (cols, rows) = screen_size(cols, rows);
-        self.terminal.resize_with(cols, rows, &mut self.reader)
+        let before = self.terminal.size().1;
+        self.terminal.resize_with(cols, rows, &mut self.reader);
+        self.modes.resized(before, self.terminal.size().1);
+        std::mem::take(&mut self.reader.out)
     }
 
     /// Drops an unfinished character (the output was cut inside it).
@@ -277,6 +757,7 @@ impl ScreenText {
     /// The text still on the screen: the primary screen's lines, then the alternate screen
     /// when it is the one shown.
     pub fn finish(mut self) -> String {
+        self.settle();
         self.reader.primary(&self.terminal);
         if self.terminal.active_screen_kind() == ScreenKind::Alternate {
             self.reader.alternate(&self.terminal);
@@ -321,23 +802,17 @@ struct TextFile {
 
 /// What the capture tells the text thread, in output order.
 enum ToText {
-    /// Output bytes.
-    Bytes(Vec<u8>),
+    /// Output, decoded as the cast has it (whole characters).
+    Text(String),
     /// The window's new size: `(cols, rows)`.
     Resize(u16, u16),
-    /// The output was cut: an unfinished character is dropped.
-    Cut,
 }
 
 impl TextFile {
     fn take(&mut self, message: ToText) {
         let lines = match message {
-            ToText::Bytes(bytes) => self.screen.feed(&bytes),
+            ToText::Text(text) => self.screen.feed_text(&text),
             ToText::Resize(cols, rows) => self.screen.resize(cols, rows),
-            ToText::Cut => {
-                self.screen.drop_pending();
-                return;
-            }
         };
         self.out(&lines);
     }
@@ -387,7 +862,7 @@ impl TextFile {
 /// An open capture.
 ///
 /// [`Capture::write`] writes the raw bytes and the cast itself (a copy and a JSON escape) and
-/// hands the bytes to a thread of its own that plays them through the terminal emulator into
+/// hands the cast's text to a thread of its own that plays it through the terminal emulator into
 /// `capture.txt` (several times the cost of the rest), so a caller on the relay's path waits
 /// for neither. What that thread has not rendered yet waits in memory, at most the capture's
 /// limit; [`Capture::finish`] waits for it.
@@ -500,7 +975,6 @@ impl Capture {
         } else if take.len() < bytes.len() {
             self.cut = true;
             self.cast_utf8.drop_pending();
-            self.tell(ToText::Cut);
             let note = format!(
                 "\r\n[pas-agent: capture cut at {} bytes; set {LIMIT_ENV} to keep more]\r\n",
                 self.limit
@@ -539,17 +1013,16 @@ impl Capture {
             && self.cast.write_all(b"\n").is_ok()
     }
 
-    /// Writes bytes to the cast (an `"o"` event) and hands them to the text thread.
+    /// Writes bytes to the cast (an `"o"` event) and hands its text to the text thread.
     fn derived(&mut self, bytes: &[u8]) -> bool {
         let data = self.cast_utf8.feed(bytes);
-        if !data.is_empty() {
-            let t = self.started.elapsed().as_secs_f64();
-            if !self.event(t, "o", &data) {
-                return false;
-            }
+        if data.is_empty() {
+            return true;
         }
-        self.tell(ToText::Bytes(bytes.to_vec()));
-        true
+        let t = self.started.elapsed().as_secs_f64();
+        let ok = self.event(t, "o", &data);
+        self.tell(ToText::Text(data));
+        ok
     }
 
     /// Flushes the raw bytes and the cast, then waits for the text thread to write the rest
@@ -799,6 +1272,307 @@ mod tests {
             chunked.push_str(&c.finish());
             prop_assert_eq!(whole, chunked);
             prop_assert_eq!(Utf8Joiner::default().feed(&bytes), joined);
+        }
+    }
+
+    impl ScreenText {
+        /// The emulator alone, without the short cut.
+        fn slow(cols: u16, rows: u16) -> ScreenText {
+            ScreenText {
+                fast: false,
+                ..ScreenText::new(cols, rows)
+            }
+        }
+
+        /// The short cut, writing out held lines at every read.
+        fn eager(cols: u16, rows: u16) -> ScreenText {
+            ScreenText {
+                compress_at: 0,
+                compress_min: 0,
+                ..ScreenText::new(cols, rows)
+            }
+        }
+
+        /// Everything that decides what comes next: the emulator (its `dump`: screens, cursor,
+        /// modes, charsets, margins, saved cursors), the parser, the followed modes, a soft-wrapped
+        /// line read in part. Plays what is held first.
+        fn state(&mut self) -> String {
+            self.settle();
+            format!(
+                "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+                self.terminal.dump(),
+                self.terminal.cursor(),
+                self.parser,
+                self.modes,
+                self.reader.partial
+            )
+        }
+    }
+
+    /// One step of a run: output, or a new window size.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Out(Vec<u8>),
+        Resize(u16, u16),
+    }
+
+    /// Output that mixes plain lines (short, empty, trailing blanks, exactly a screen row or
+    /// several, longer ones that wrap) with everything that changes how they print: scroll
+    /// regions, origin mode, insert mode, auto-wrap, G0/G1 charsets and shifts, saved and
+    /// restored cursors (which restore auto-wrap), the alternate screens, soft and hard resets,
+    /// scrolling, cursor moves, a carriage return without a line feed, tabs, DEL, C1 controls,
+    /// UTF-8 and escape sequences left open.
+    fn mixed_piece() -> impl Strategy<Value = Vec<u8>> {
+        let plain = ("[ -~]{0,30}", 0usize..4)
+            .prop_map(|(line, spaces)| format!("{line}{}\r\n", " ".repeat(spaces)).into_bytes());
+        let block = (1usize..40, 0usize..25).prop_map(|(n, len)| {
+            let mut out = Vec::new();
+            for i in 0..n {
+                let width = (len + i * 7) % 26;
+                out.extend((0..width).map(|j| b'a' + ((i + j) % 26) as u8));
+                out.extend_from_slice(b"\r\n");
+            }
+            out
+        });
+        let controls = prop::sample::select(vec![
+            "\x1b[2;4r",
+            "\x1b[r",
+            "\x1b[1;3r",
+            "\x1b[2r",
+            "\x1b[?6h",
+            "\x1b[?6l",
+            "\x1b[4h",
+            "\x1b[4l",
+            "\x1b[?7l",
+            "\x1b[?7h",
+            "\x1b(0",
+            "\x1b(B",
+            "\x1b)0",
+            "\x1b)B",
+            "\x0e",
+            "\x0f",
+            "\x1b7",
+            "\x1b8",
+            "\x1b[s",
+            "\x1b[u",
+            "\x1b[?7l\x1b7\x1b[?7h",
+            "\x1b[?7l\x1b[s\x1b[?7h",
+            "\x1b[?7l\x1b[?1048h\x1b[?7h",
+            "\x1b[?7l\x1b[?1049h\x1b[?7h",
+            "\x1b[4h\x1b[?1049h\x1b[?1049l",
+            "\x1b[?1048h",
+            "\x1b[?1048l",
+            "\x1b[?1049h",
+            "\x1b[?1049l",
+            "\x1b[?47h",
+            "\x1b[?47l",
+            "\x1b[!p",
+            "\x1bc",
+            "\x1b[S",
+            "\x1b[2T",
+            "\x1bM",
+            "\x1b[L",
+            "\x1b[M",
+            "\x1b[2A",
+            "\x1b[H",
+            "\x1b[99;1H",
+            "\x1b[3G",
+            "\x1b[K",
+            "\x1b[2J",
+            "\x1b[1;32m",
+            "\x1b[0m",
+            "\x1b[41m",
+            "\x1b[3b",
+            "\x1bD",
+            "\x1bE",
+            "\x1b[20l",
+            "\x1b[20h",
+            "\x1b]0;t\x07",
+            "\x1b]0;open",
+            "\x1b[",
+            "\x1b",
+            "\x1bP+q",
+            "\x1b\\",
+            "\r",
+            "\n",
+            "\t",
+            "\x08",
+            "\x7f",
+            "\u{9b}2J",
+            "é",
+            "日本",
+            "😀",
+            " ",
+            "x",
+        ])
+        .prop_map(|s| s.as_bytes().to_vec());
+        prop_oneof![
+            3 => plain,
+            3 => block,
+            4 => controls,
+            1 => prop::sample::select(vec![&b"\xff"[..], b"\xc3", b"\xe2\x94", b"\xf0\x9f\x98"])
+                .prop_map(<[u8]>::to_vec),
+        ]
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            20 => mixed_piece().prop_map(Step::Out),
+            1 => (1u16..12, 1u16..7).prop_map(|(c, r)| Step::Resize(c, r)),
+        ]
+    }
+
+    /// Feeds `steps` to `screen`, every output cut into pieces of the sizes in `cuts`.
+    fn run_steps(screen: &mut ScreenText, steps: &[Step], cuts: &[usize]) -> String {
+        let mut out = String::new();
+        let mut sizes = cuts.iter().cycle();
+        for step in steps {
+            match step {
+                Step::Out(bytes) => {
+                    let mut rest: &[u8] = bytes;
+                    while !rest.is_empty() {
+                        let n = (*sizes.next().unwrap_or(&usize::MAX)).min(rest.len());
+                        out.push_str(&screen.feed(&rest[..n]));
+                        rest = &rest[n..];
+                    }
+                }
+                Step::Resize(c, r) => out.push_str(&screen.resize(*c, *r)),
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+        /// The short cut gives the emulator's text, byte for byte, and leaves the emulator in
+        /// the state it alone would have, whatever the output, window size and reads.
+        #[test]
+        fn the_short_cut_is_the_emulator(
+            steps in prop::collection::vec(step(), 0..60),
+            size in prop::sample::select(vec![(1u16, 1u16), (1, 3), (4, 1), (5, 2), (7, 3), (10, 4), (20, 5), (26, 6)]),
+            cuts in prop::collection::vec(1usize..200, 1..20),
+            whole in any::<bool>(),
+            eager in any::<bool>(),
+        ) {
+            let (cols, rows) = size;
+            let mut slow = ScreenText::slow(cols, rows);
+            let mut expected = run_steps(&mut slow, &steps, &[usize::MAX]);
+            let mut fast = if eager { ScreenText::eager(cols, rows) } else { ScreenText::new(cols, rows) };
+            let cuts = if whole { vec![usize::MAX] } else { cuts };
+            let mut got = run_steps(&mut fast, &steps, &cuts);
+            prop_assert_eq!(slow.state(), fast.state());
+            expected.push_str(&slow.finish());
+            got.push_str(&fast.finish());
+            prop_assert_eq!(expected, got);
+        }
+    }
+
+    /// Lines of plain text longer than the screen is wide, as `cat` of a base64 file shows them:
+    /// most take the short cut, in reads of any size, and the text is the emulator's.
+    #[test]
+    fn plain_lines_take_the_short_cut() {
+        let mut output = Vec::new();
+        for i in 0..2000u32 {
+            let width = [120, 80, 0, 79, 160, 7][i as usize % 6];
+            output.extend((0..width).map(|j| b'A' + ((i + j) % 26) as u8));
+            output.extend_from_slice(b"\r\n");
+        }
+        let expected = {
+            let mut slow = ScreenText::slow(80, 24);
+            let mut out = slow.feed(&output);
+            out.push_str(&slow.finish());
+            out
+        };
+        for read in [1, 100, 4095, 1 << 20] {
+            let mut fast = ScreenText::new(80, 24);
+            let mut out = String::new();
+            for piece in output.chunks(read) {
+                out.push_str(&fast.feed(piece));
+            }
+            let skipped = fast.skipped;
+            out.push_str(&fast.finish());
+            assert_eq!(out, expected, "reads of {read}");
+            // All but the last 16 KiB or so, held until the output ends, then played.
+            assert!(
+                skipped > 1700,
+                "reads of {read}: {skipped} lines took the short cut"
+            );
+        }
+    }
+
+    /// The cost of the text, in nanoseconds per byte of output (`cargo test --release --lib
+    /// screen_text_speed -- --ignored --nocapture`): plain 120-column lines on an 80×24 screen,
+    /// a redrawing TUI's output, and plain lines in a scroll region (where the short cut never
+    /// applies), each in 4 KiB reads, with and without the short cut.
+    #[test]
+    #[ignore]
+    #[allow(clippy::disallowed_macros)]
+    fn screen_text_speed() {
+        let mut plain = Vec::new();
+        let mut i = 0u32;
+        while plain.len() < 32 << 20 {
+            plain.extend((0..120).map(|j| {
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+                    [((i * 7 + j) % 64) as usize]
+            }));
+            plain.extend_from_slice(b"\r\n");
+            i += 1;
+        }
+        let mut tui = Vec::new();
+        let mut i = 0u32;
+        while tui.len() < 8 << 20 {
+            tui.extend_from_slice(format!("\x1b[{};1H\x1b[2K\x1b[1;36m> \x1b[0mstep {i}: reading src/launch/capture.rs \x1b[2m({} lines)\x1b[0m", i % 20 + 2, i * 3).as_bytes());
+            if i.is_multiple_of(7) {
+                tui.extend_from_slice(
+                    b"\x1b[24;1H\r\nplain log line from the agent, nothing special in it\r\n",
+                );
+            }
+            i += 1;
+        }
+        // The same lines in a scroll region: the short cut never applies.
+        let mut region = b"\x1b[1;20r".to_vec();
+        region.extend_from_slice(&plain[..8 << 20]);
+        for (name, bytes) in [
+            ("plain 120-column lines", &plain),
+            ("TUI redraws", &tui),
+            ("plain lines in a scroll region", &region),
+        ] {
+            for fast in [false, true] {
+                let mut screen = if fast {
+                    ScreenText::new(80, 24)
+                } else {
+                    ScreenText::slow(80, 24)
+                };
+                let start = Instant::now();
+                let mut len = 0;
+                for piece in bytes.chunks(4096) {
+                    len += screen.feed(piece).len();
+                }
+                len += screen.finish().len();
+                let ns = start.elapsed().as_nanos() as f64 / bytes.len() as f64;
+                println!("{name}, short cut {fast}: {ns:.2} ns/byte ({len} bytes of text)");
+            }
+        }
+    }
+
+    proptest! {
+        /// The word-at-a-time scan stops where the byte-by-byte one does.
+        #[test]
+        fn printable_prefix_is_the_first_byte_that_is_not_printable(
+            bytes in prop::collection::vec(prop_oneof![
+                0x20u8..=0x7e, prop::sample::select(vec![0u8, 9, 10, 13, 0x1b, 0x1f, 0x7f, 0x80, 0x9b, 0xc3, 0xff])
+            ], 0..70),
+            printable_first in 0usize..64,
+        ) {
+            let mut bytes = bytes;
+            let n = printable_first.min(bytes.len());
+            for b in &mut bytes[..n] {
+                if !matches!(b, 0x20..=0x7e) {
+                    *b = b'a';
+                }
+            }
+            let expected = bytes.iter().position(|b| !matches!(b, 0x20..=0x7e)).unwrap_or(bytes.len());
+            prop_assert_eq!(printable_prefix(&bytes), expected);
         }
     }
 }

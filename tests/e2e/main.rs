@@ -21,6 +21,7 @@ mod mcp;
 mod mock_model;
 mod perf;
 mod prompt_record;
+mod ptyfast;
 mod run;
 mod safety_fs;
 mod safety_limits;
