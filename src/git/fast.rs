@@ -111,6 +111,16 @@ pub(super) fn status(
     )
     .map_err(|_| GiveUp("the work tree cannot be opened"))?;
     let all = index.entries();
+    // gix's exclude stack takes a `.gitignore` from the index only for entries marked
+    // skip-worktree (gix-worktree 0.59, `State::id_mappings_from_index`), and finds them by
+    // looking at every entry's name, once per thread. Without such entries an empty index gives
+    // the same rules for nothing.
+    let no_entries = gix::index::State::new(index.object_hash());
+    let ignore_index = if all.iter().any(|e| e.flags.contains(Flags::SKIP_WORKTREE)) {
+        index
+    } else {
+        &no_entries
+    };
     let threads = threads_for(all.len());
     // Threads take chunks of entries in order from a shared counter, so that the one that also
     // started the process's other work does less of it.
@@ -124,6 +134,7 @@ pub(super) fn status(
             root: root.as_fd(),
             workdir,
             index,
+            ignore_index,
             rules,
             dirs: Vec::new(),
             dir: Vec::new(),
@@ -193,6 +204,9 @@ struct Pass<'a> {
     root: BorrowedFd<'a>,
     workdir: &'a Path,
     index: &'a gix::index::State,
+    /// The index gix's exclude stack is made from: `index`, or an empty one when no entry is
+    /// skip-worktree (the only entries the stack reads from it).
+    ignore_index: &'a gix::index::State,
     rules: Rules,
     /// The open directories of the current path, one per component, outermost first.
     dirs: Vec<OwnedFd>,
@@ -251,13 +265,18 @@ impl<'a> Pass<'a> {
                 return Err(GiveUp("another thread gave up"));
             }
             let entry = &all[i];
-            // As gix-status: entries git marks as not to be looked at count as unchanged.
+            // As gix-status: entries git marks as not to be looked at count as unchanged. Their
+            // directory is still entered: when such an entry is a directory's first, this
+            // share is the one that reads the directory for untracked names.
             if entry.flags.intersects(
                 Flags::UPTODATE
                     | Flags::SKIP_WORKTREE
                     | Flags::ASSUME_VALID
                     | Flags::FSMONITOR_VALID,
             ) {
+                let path = entry.path_in(self.index.path_backing());
+                let dir = path.rfind_byte(b'/').map_or(&path[..0], |k| &path[..k]);
+                self.enter(i, dir)?;
                 continue;
             }
             if entry.stage_raw() != 0 || entry.flags.contains(Flags::INTENT_TO_ADD) {
@@ -574,7 +593,7 @@ impl<'a> Pass<'a> {
                 self.repo
                     .get_or_init(|| self.shared.to_thread_local())
                     .excludes(
-                        self.index,
+                        self.ignore_index,
                         None,
                         gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped,
                     )

@@ -722,3 +722,42 @@ fn fast_dirty_check_gives_the_right_answer() {
     let (dirty, trace) = update("sub");
     assert!(dirty, "an untracked file was missed: {trace}");
 }
+
+/// Entries git says not to look at (skip-worktree, assume-unchanged) are not compared, but
+/// their directories are still read for untracked names, also where such an entry is the
+/// directory's first or only one. And a `.gitignore` that a sparse checkout keeps out of the
+/// work tree still counts, read from the index as git reads it: the fast pass gives gix's
+/// exclude stack the index whenever an entry is skip-worktree, an empty one only when none is.
+#[test]
+fn a_skip_worktree_gitignore_is_read_from_the_index() {
+    let sb = Sandbox::repo();
+    sb.write("sub/.gitignore", "*.log\n");
+    sb.write("sub/keep.txt", "k\n");
+    sb.write("other/a.txt", "a\n");
+    sb.write("other/b.txt", "b\n");
+    sb.write("only/one.txt", "1\n");
+    sb.git(&["add", "-A"]);
+    sb.git(&["commit", "-q", "-m", "sub"]);
+    sb.ok(&["init", "--task", "t"]);
+    sb.ok(&["checkpoint", "base"]);
+    age_files(&sb);
+    sb.git(&["update-index", "-q", "--refresh"]);
+    sb.git(&["update-index", "--skip-worktree", "sub/.gitignore"]);
+    sb.git(&["update-index", "--assume-unchanged", "other/a.txt"]);
+    sb.git(&["update-index", "--skip-worktree", "only/one.txt"]);
+    // `write-tree` puts the cache-tree back, so that the fast pass applies.
+    sb.git(&["write-tree"]);
+    std::fs::remove_file(sb.path("sub/.gitignore")).unwrap();
+    sb.write("sub/noise.log", "x\n");
+    sb.write("sub/new.txt", "n\n");
+    sb.write("other/u.txt", "u\n");
+    sb.write("only/u.txt", "u\n");
+    let v = status_three_ways(&sb, "a skip-worktree .gitignore");
+    let c = changed(&v);
+    for new in ["sub/new.txt", "other/u.txt", "only/u.txt"] {
+        assert!(c.contains(&format!("{new}:Untracked")), "{new}: {c:?}");
+    }
+    assert!(!c.iter().any(|p| p.contains("noise.log")), "{c:?}");
+    let trace = traced(&sb, "", &["status"]);
+    assert!(trace.contains("status: fast"), "{trace}");
+}
