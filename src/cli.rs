@@ -670,6 +670,27 @@ pub fn fast_json_args(args: &[std::ffi::OsString]) -> Option<Command> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every list of up to three of `pieces` (repeats allowed), the empty one first.
+    fn up_to_three<'a>(pieces: &[&'a str]) -> Vec<Vec<&'a str>> {
+        let mut lists: Vec<Vec<&str>> = vec![vec![]];
+        let mut level: Vec<Vec<&str>> = vec![vec![]];
+        for _ in 0..3 {
+            level = level
+                .iter()
+                .flat_map(|l| {
+                    pieces.iter().map(move |p| {
+                        let mut l = l.clone();
+                        l.push(*p);
+                        l
+                    })
+                })
+                .collect();
+            lists.extend(level.iter().cloned());
+        }
+        lists
+    }
+
     use clap::CommandFactory;
 
     /// Every argument list the prompt's fast path accepts means the same to clap; the ones it
@@ -699,22 +720,7 @@ mod tests {
             "--",
             "x",
         ];
-        // Every list of up to three pieces.
-        let mut lists: Vec<Vec<&str>> = vec![vec![]];
-        let mut level: Vec<Vec<&str>> = vec![vec![]];
-        for _ in 0..3 {
-            level = level
-                .iter()
-                .flat_map(|l| {
-                    pieces.iter().map(move |p| {
-                        let mut l = l.clone();
-                        l.push(*p);
-                        l
-                    })
-                })
-                .collect();
-            lists.extend(level.iter().cloned());
-        }
+        let mut lists = up_to_three(&pieces);
         lists.push(vec!["--width", "12", "--hook", "42", "--notice"]);
         let mut accepted = 0;
         for rest in lists {
@@ -753,21 +759,7 @@ mod tests {
             "--json", "--json=1", "--jso", "-j", "--color", "never", "-C", ".", "--help", "-h",
             "--", "x", "json",
         ];
-        let mut lists: Vec<Vec<&str>> = vec![vec![]];
-        let mut level: Vec<Vec<&str>> = vec![vec![]];
-        for _ in 0..3 {
-            level = level
-                .iter()
-                .flat_map(|l| {
-                    pieces.iter().map(move |p| {
-                        let mut l = l.clone();
-                        l.push(*p);
-                        l
-                    })
-                })
-                .collect();
-            lists.extend(level.iter().cloned());
-        }
+        let lists = up_to_three(&pieces);
         let mut accepted = 0;
         for name in ["status", "list", "doctor", "stat", "show", "runs", "prompt"] {
             for rest in &lists {
