@@ -405,9 +405,32 @@ fn rows_of(len: usize, cols: usize) -> usize {
 }
 
 /// How many bytes at the start of `bytes` are printable ASCII (0x20 to 0x7E), eight looked at
-/// together ([`super::modes::prefix_where`]).
+/// together (as [`super::modes::plain_prefix`] does).
 fn printable_prefix(bytes: &[u8]) -> usize {
-    super::modes::prefix_where(bytes, |b| matches!(b, 0x20..=0x7e))
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let printable = |b: &u8| matches!(b, 0x20..=0x7e);
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for word in words.by_ref() {
+        let w = u64::from_le_bytes(word.try_into().expect("chunks of 8"));
+        // Bit 7 of a byte is set here when it is below 0x20 (or a false alarm above such a
+        // byte), 0x7F or above 0x7F.
+        let below = w.wrapping_sub(ONES * 0x20) & !w;
+        let del = w ^ (ONES * 0x7f);
+        let del = del.wrapping_sub(ONES) & !del;
+        if (below | del | w) & HIGH != 0
+            && let Some(i) = word.iter().position(|b| !printable(b))
+        {
+            return at + i;
+        }
+        at += 8;
+    }
+    let rest = words.remainder();
+    at + rest
+        .iter()
+        .position(|b| !printable(b))
+        .unwrap_or(rest.len())
 }
 
 /// The length of the plain lines at the start of `bytes`: complete lines of printable ASCII

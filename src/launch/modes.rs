@@ -387,17 +387,11 @@ fn plain(b: u8) -> bool {
     matches!(b, 0x20..=0x7e | b'\n' | b'\r' | b'\t')
 }
 
-/// How many bytes at the start of `bytes` are plain text ([`plain`]): the relay calls this
-/// for every byte of output, and a byte-by-byte scan costs about a nanosecond a byte there.
+/// How many bytes at the start of `bytes` are plain text ([`plain`]). Eight bytes are looked
+/// at together (a word with no byte below 0x20, none at 0x7F and none above is plain), a word
+/// that may hold another byte one by one: the relay calls this for every byte of output, and
+/// a byte-by-byte scan costs about a nanosecond a byte there.
 pub fn plain_prefix(bytes: &[u8]) -> usize {
-    prefix_where(bytes, plain)
-}
-
-/// How many bytes at the start of `bytes` satisfy `keep`, which must hold for every printable
-/// ASCII byte (0x20 to 0x7E). Eight bytes are looked at together: a word with no byte below
-/// 0x20, none at 0x7F and none above is kept whole, a word that may hold another byte is
-/// looked at byte by byte.
-pub fn prefix_where(bytes: &[u8], keep: impl Fn(u8) -> bool) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut words = bytes.chunks_exact(8);
@@ -411,14 +405,14 @@ pub fn prefix_where(bytes: &[u8], keep: impl Fn(u8) -> bool) -> usize {
         let del = w ^ (ONES * 0x7f);
         let del = del.wrapping_sub(ONES) & !del;
         if (below | del | w) & HIGH != 0
-            && let Some(i) = word.iter().position(|&b| !keep(b))
+            && let Some(i) = word.iter().position(|&b| !plain(b))
         {
             return at + i;
         }
         at += 8;
     }
     let rest = words.remainder();
-    at + rest.iter().position(|&b| !keep(b)).unwrap_or(rest.len())
+    at + rest.iter().position(|&b| !plain(b)).unwrap_or(rest.len())
 }
 
 impl Tracker {
