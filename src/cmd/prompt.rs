@@ -48,8 +48,8 @@ fn is_live(run: &RunningView) -> bool {
 }
 
 /// What the prompt shows of `project`'s session: the stored [`prompt_record`] when it matches
-/// `session.json` as it is now, else the session loaded from its summary or in full (and the
-/// record stored for the next prompt).
+/// `session.json` as it is now, else the session loaded from its summary or in full (which
+/// stores the record for the next prompt).
 ///
 /// Errors: those of [`Project::load`].
 fn view(project: &Project, session_path: &Path) -> Result<PromptView> {
@@ -57,11 +57,8 @@ fn view(project: &Project, session_path: &Path) -> Result<PromptView> {
     if let Some(view) = now.and_then(|now| prompt_record::fresh(session_path, now)) {
         return Ok(view);
     }
+    // Stores the record for the next prompt.
     let session = crate::session::summary::load_without_files(project)?;
-    if let Some(now) = now {
-        // Taken before the read: a record of a file that changed meanwhile is never used.
-        prompt_record::store(session_path, &session, now);
-    }
     Ok(PromptView::of(&session))
 }
 

@@ -110,7 +110,7 @@ fn path_for(session_path: &Path) -> Option<PathBuf> {
 /// Writes the prompt record of `session`, read from or saved as the file of identity
 /// `source`. Best effort, like the summary: no fsync (a lost or torn record only means the
 /// prompt reads the summary); a record too large to keep removes the old one.
-pub fn store(session_path: &Path, session: &Session, source: Identity) -> Option<()> {
+pub(super) fn store(session_path: &Path, session: &Session, source: Identity) -> Option<()> {
     let path = path_for(session_path)?;
     let record = Record {
         source,

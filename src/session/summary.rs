@@ -246,7 +246,8 @@ struct WithoutFiles {
 
 /// The session as the prompt needs it: the summary's session, whose latest checkpoint has no
 /// `files_changed` when the stored summary matches the file (the prompt shows no file),
-/// else as [`load`] gives it (and the summary is stored for the next reader).
+/// else as [`load`] gives it (and the summary is stored for the next reader). Either way the
+/// [`super::prompt_record`] of that session is stored too.
 ///
 /// Errors: those of [`Project::load`].
 pub fn load_without_files(project: &Project) -> crate::error::Result<Session> {
@@ -254,7 +255,11 @@ pub fn load_without_files(project: &Project) -> crate::error::Result<Session> {
     let stored = || {
         let now = Identity::of(&session_path)?;
         let summary: WithoutFiles = serde_json::from_slice(&stored_bytes(&session_path)?).ok()?;
-        (summary.source == now).then_some(summary.session)
+        let session = (summary.source == now).then_some(summary.session)?;
+        // The prompt comes here when its record was missing or stale: the record of this
+        // summary, for the next prompt (a rebuild below writes one with the summary).
+        super::prompt_record::store(&session_path, &session, now);
+        Some(session)
     };
     match stored() {
         Some(session) => Ok(session),
