@@ -1,12 +1,71 @@
+#![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 //! The `pas-agent` binary: parse arguments, run the command, map errors to exit codes.
-
-use std::process::ExitCode;
+//!
+//! On Linux with glibc the binary has its own C `main` (`no_main`): Rust's runtime start-up
+//! (`std::rt::lang_start`) reads `/proc/self/maps` to place a guard page, sets up a signal stack
+//! and handlers that only print "stack overflow", and costs about a sixth of what
+//! `pas-agent prompt` does in all (docs/performance.md, "Fifth round: the prompt's start-up").
+//! `runtime` keeps the parts of it that change what the program does: standard descriptors
+//! that are closed get `/dev/null`, `SIGPIPE` is ignored, a panic exits with 101, and stdout
+//! is flushed at exit. `std::env::args_os` needs nothing: on glibc, std takes the arguments
+//! from an `.init_array` entry, before any `main` runs.
 
 use pas_agent::cli::Command;
 use pas_agent::error::{Error, exit};
 use pas_agent::term;
 
-fn main() -> ExitCode {
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
+mod runtime {
+    /// The process's entry point, called by glibc's `__libc_start_main`: the runtime set-up
+    /// std's would do that matters here, the command, then [`std::process::exit`] (which flushes
+    /// stdout, as returning from std's `main` does).
+    #[unsafe(no_mangle)]
+    extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+        standard_fds();
+        // As std's runtime does: a write to a closed pipe is an `EPIPE` error, not a signal.
+        // Children get the default back: std's `Command` resets it before `exec`.
+        // SAFETY: `signal` with `SIG_IGN` installs no handler code.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        // A panic has printed its message through the hook; exit 101, as std's `main` does.
+        let code = std::panic::catch_unwind(super::run).unwrap_or(101);
+        std::process::exit(code)
+    }
+
+    /// Opens `/dev/null` on each of descriptors 0, 1 and 2 that is closed, lowest first (so it
+    /// takes that number), as std's runtime does: otherwise the first file opened would become
+    /// stdout, and output would be written into it. Aborts if `/dev/null` cannot be opened.
+    fn standard_fds() {
+        let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+            fd,
+            events: 0,
+            revents: 0,
+        });
+        // SAFETY: `fds` is a valid array of three `pollfd`s; a timeout of 0 never blocks.
+        let polled = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } != -1;
+        for pollfd in fds {
+            let closed = if polled {
+                pollfd.revents & libc::POLLNVAL != 0
+            } else {
+                // SAFETY: `F_GETFD` only reads the descriptor's flags.
+                let flags = unsafe { libc::fcntl(pollfd.fd, libc::F_GETFD) };
+                flags == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
+            };
+            // SAFETY: a NUL-terminated path and plain flags.
+            if closed && unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) } == -1 {
+                std::process::abort();
+            }
+        }
+    }
+}
+
+/// Elsewhere, and in the unit-test build (whose harness brings its own `main`), std's start-up.
+#[cfg(any(not(all(target_os = "linux", target_env = "gnu")), test))]
+fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(run() as u8)
+}
+
+/// The command line's command, run; the process's exit code (0–255).
+fn run() -> i32 {
     // The prompt hook's command, without building clap's parser (see `fast_prompt_args`).
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if let Some(prompt) = pas_agent::cli::fast_prompt_args(&args) {
@@ -41,7 +100,7 @@ fn main() -> ExitCode {
 }
 
 /// The exit code of a command's result; an error is reported first.
-fn outcome(result: pas_agent::error::Result<i32>) -> ExitCode {
+fn outcome(result: pas_agent::error::Result<i32>) -> i32 {
     match result {
         Ok(c) => code(c),
         Err(Error::BrokenPipe) => code(exit::OK),
@@ -56,7 +115,7 @@ fn outcome(result: pas_agent::error::Result<i32>) -> ExitCode {
 /// offending argument (`invalid value 'A<ESC>]52;…' for '--to'`), and clap writes them raw.
 /// Help and version go to stdout (exit 0), errors to stderr (exit 2), as clap does; the text is
 /// clap's plain rendering, without its colours.
-fn clap_exit(e: &clap::Error) -> ExitCode {
+fn clap_exit(e: &clap::Error) -> i32 {
     let mut text = e.render().to_string();
     if let Some(tip) = value_tip(e) {
         text = format!("{}\n{tip}\n", text.trim_end_matches('\n'));
@@ -148,6 +207,6 @@ fn visible(e: clap::Error) -> clap::Error {
 }
 
 /// Exit codes above 255 (possible on Windows) are passed on as the low byte.
-fn code(c: i32) -> ExitCode {
-    ExitCode::from((c & 0xff) as u8)
+fn code(c: i32) -> i32 {
+    c & 0xff
 }
