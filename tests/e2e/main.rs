@@ -17,6 +17,7 @@ mod hooks_tmux;
 mod integrate;
 mod launcher;
 mod launcher_support;
+mod link_order;
 mod mcp;
 mod mock_model;
 mod perf;
