@@ -222,13 +222,15 @@ impl Cache {
                 .iter()
                 .zip(&old)
                 .all(|((path, e), (p, o))| *path == p.as_str() && *e == o);
-        if unchanged {
-            return;
-        }
-        if write(&file, &encode(&top, &rows)).is_some() {
+        if !unchanged && write(&file, &encode(&top, &rows)).is_some() {
             // The JSON cache an earlier build kept for this work tree is never read again.
             let _ = std::fs::remove_file(file.with_extension("json"));
         }
+        drop(rows);
+        // The entries are memory only, at most `MAX_ENTRIES` of them, and a command asks for
+        // a work tree's status once or twice: left to the process's exit instead of freed
+        // string by string (a few percent of `status` on 1,000 files, issue 10).
+        std::mem::forget((old, new));
     }
 }
 

@@ -26,6 +26,7 @@ mod run;
 mod safety_fs;
 mod safety_limits;
 mod safety_text;
+mod status1k;
 mod store;
 mod teams;
 mod trial;
