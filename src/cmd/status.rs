@@ -64,18 +64,12 @@ pub fn run(args: JsonArgs) -> Result<i32> {
     let project = project()?;
     // Text needs only the task, the latest checkpoint and the runs: the summary has them, at
     // a cost that does not grow with the history. JSON prints the whole session.
-    let (summary, full);
-    let (session, checkpoint_count, run_count) = if args.json {
-        full = project.load()?;
-        (&full, full.checkpoints.len(), full.runs.len())
+    let loaded = if args.json {
+        Loaded::Full(project.load()?)
     } else {
-        summary = crate::session::summary::load(&project)?;
-        (
-            &summary.session,
-            summary.checkpoint_count,
-            summary.run_count,
-        )
+        Loaded::Summary(crate::session::summary::load(&project)?)
     };
+    let (session, checkpoint_count, run_count) = loaded.parts();
     let detail = if session.checkpoints.is_empty() {
         Detail::Dirty
     } else {
@@ -92,6 +86,7 @@ pub fn run(args: JsonArgs) -> Result<i32> {
             git,
             stale: stale.as_ref().map(StaleJson::from),
         })?;
+        leak((loaded, repo, tree));
         return Ok(0);
     }
     let mut out = String::new();
@@ -197,5 +192,31 @@ pub fn run(args: JsonArgs) -> Result<i32> {
         }
     }
     out.print()?;
+    leak((loaded, repo, tree));
     Ok(0)
+}
+
+/// The session as `status` read it: whole (`--json`), or its summary.
+enum Loaded {
+    Full(Session),
+    Summary(crate::session::summary::Summary),
+}
+
+impl Loaded {
+    /// The session, its checkpoint count and its run count.
+    fn parts(&self) -> (&Session, usize, usize) {
+        match self {
+            Loaded::Full(s) => (s, s.checkpoints.len(), s.runs.len()),
+            Loaded::Summary(s) => (&s.session, s.checkpoint_count, s.run_count),
+        }
+    }
+}
+
+/// Leaves `what` to the process's exit instead of dropping it: freeing a repository handle, its
+/// index and a session piece by piece costs a few percent of a small repository's `status`
+/// (issue 10). Only for what owns nothing but memory and descriptors: `status` holds no lock,
+/// temporary file or unflushed buffer (it writes nothing but its output, printed before this;
+/// the fingerprint cache is saved explicitly in `Repo::status`).
+fn leak<T>(what: T) {
+    std::mem::forget(what);
 }

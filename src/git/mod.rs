@@ -497,7 +497,7 @@ impl Repo {
     /// `.`/`..`/empty component, a NUL byte; on Windows also `\\` or `:`). Paths read from a
     /// session file may be anything: such a path is data to compare, never a file to open.
     pub fn abs(&self, path: &str) -> Option<PathBuf> {
-        let bytes = path_bytes(path);
+        let bytes = path_bytes_borrowed(path);
         let windows_only = cfg!(windows) && bytes.iter().any(|&b| b == b'\\' || b == b':');
         let portable = !bytes.is_empty()
             && !bytes.contains(&0)
@@ -514,12 +514,22 @@ impl Repo {
             std::ffi::OsStr::from_bytes(&bytes)
         };
         #[cfg(not(unix))]
-        let rel = std::ffi::OsString::from(String::from_utf8(bytes).ok()?);
-        // Sized once: `join` would copy `top` and then grow the buffer for `rel`.
-        let mut abs = PathBuf::with_capacity(self.top.as_os_str().len() + 1 + rel.len());
-        abs.push(&self.top);
+        let rel = std::ffi::OsString::from(String::from_utf8(bytes.into_owned()).ok()?);
+        // Sized once, and joined by hand: `rel` is relative and has no empty component, so
+        // this is `top.join(rel)` without `push`'s component checks.
+        let mut abs = std::ffi::OsString::with_capacity(self.top.as_os_str().len() + 1 + rel.len());
+        abs.push(self.top.as_os_str());
+        if !std::path::is_separator(
+            self.top
+                .as_os_str()
+                .as_encoded_bytes()
+                .last()
+                .map_or('/', |&b| b as char),
+        ) {
+            abs.push(std::path::MAIN_SEPARATOR_STR);
+        }
         abs.push(rel);
-        Some(abs)
+        Some(PathBuf::from(abs))
     }
 
     /// Whether a path read back from a session file is in the portable form a recorded path
@@ -533,7 +543,7 @@ impl Repo {
 
     /// Whether a top-relative path is under the session root and outside its `.pas-agent/`.
     pub fn in_scope(&self, path: &str) -> bool {
-        let bytes = path_bytes(path);
+        let bytes = path_bytes_borrowed(path);
         let Some(rest) = bytes.strip_prefix(self.prefix.as_bytes()) else {
             return false;
         };
@@ -565,6 +575,16 @@ pub fn record_path(bytes: &[u8]) -> String {
             out.push('"');
             out
         }
+    }
+}
+
+/// [`path_bytes`], borrowed when the name needs no unquoting (almost always).
+fn path_bytes_borrowed(recorded: &str) -> std::borrow::Cow<'_, [u8]> {
+    let quoted = recorded.len() >= 2 && recorded.starts_with('"') && recorded.ends_with('"');
+    if quoted {
+        std::borrow::Cow::Owned(path_bytes(recorded))
+    } else {
+        std::borrow::Cow::Borrowed(recorded.as_bytes())
     }
 }
 

@@ -12,6 +12,9 @@ use crate::session::model::{CommitRef, FileStatus};
 /// An open repository, and whether some of its features need the git CLI.
 pub(crate) struct Native {
     repo: gix::Repository,
+    /// The same repository as opened, for the status pass's helper threads (kept from the
+    /// open: making one from `repo` again clones it and opens another object database handle).
+    sync: gix::ThreadSafeRepository,
     /// Reftable refs or a sparse index: gix 0.90 cannot read HEAD or run status there.
     pub needs_cli: bool,
 }
@@ -49,10 +52,9 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
         full: open_options(gix::sec::Trust::Full),
         reduced: open_options(gix::sec::Trust::Reduced),
     };
-    let repo: gix::Repository =
-        gix::ThreadSafeRepository::discover_opts(dir, Default::default(), trust)
-            .map_err(|e| err("opening the repository", e))?
-            .into();
+    let sync = gix::ThreadSafeRepository::discover_opts(dir, Default::default(), trust)
+        .map_err(|e| err("opening the repository", e))?;
+    let repo = sync.to_thread_local();
     let git_dir = repo
         .git_dir()
         .canonicalize()
@@ -76,6 +78,7 @@ pub(crate) fn discover(dir: &Path) -> GitResult<Found> {
         native: Some(Box::new(Native {
             needs_cli: reftable || sparse,
             repo,
+            sync,
         })),
     })
 }
@@ -324,7 +327,6 @@ impl Native {
         if caps.ignore_case {
             return Err(GiveUp("a case-insensitive repository"));
         }
-        let shared = self.repo.clone().into_sync();
         let git_dir_realpath = gix::path::realpath(self.repo.git_dir())
             .map_err(|_| GiveUp("the repository's own directory cannot be resolved"))?;
         let found = super::fast::status(
@@ -332,26 +334,53 @@ impl Native {
             index,
             rules,
             &super::fast::Shared {
-                repo: &shared,
+                repo: &self.sync,
                 git_dir_realpath: &git_dir_realpath,
                 first_change_below: (detail == Detail::Dirty).then_some(prefix.as_bytes()),
             },
         )?;
-        let mut out = RawStatus::new();
+        // Collected, sorted once and built in one go: the changes come in index order, so
+        // the sort is mostly a check, where inserting into the map one by one compared every
+        // path with several others.
+        let mut rows: Vec<(String, super::Entry)> =
+            Vec::with_capacity(found.changes.len() + found.untracked.len());
         let entries = index.entries();
         for (i, letter) in found.changes {
             let entry = entries.get(i).ok_or(GiveUp("an entry out of range"))?;
             let path = path_string(entry.path(index));
             if in_scope(&path) {
-                out.entry(path).or_default().y = Some(letter);
+                rows.push((
+                    path,
+                    super::Entry {
+                        y: Some(letter),
+                        ..Default::default()
+                    },
+                ));
             }
         }
         for path in found.untracked {
             let path = super::record_path(&path);
             if in_scope(&path) {
-                out.entry(path).or_default().untracked = true;
+                rows.push((
+                    path,
+                    super::Entry {
+                        untracked: true,
+                        ..Default::default()
+                    },
+                ));
             }
         }
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        // One entry per path (a path both changed and untracked cannot happen, but would keep
+        // both marks, as the map's entries did).
+        let mut unique: Vec<(String, super::Entry)> = Vec::with_capacity(rows.len());
+        for (path, entry) in rows {
+            match unique.last_mut() {
+                Some((last, kept)) if *last == path => kept.merge(entry),
+                _ => unique.push((path, entry)),
+            }
+        }
+        let out: RawStatus = unique.into_iter().collect();
         Ok(out)
     }
 

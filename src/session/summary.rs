@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{FileState, FileStatus, RunState, Session};
+use super::model::{RunState, Session};
 use super::store::Project;
 use crate::fsutil::{self, Links, Named, WriteGuard};
 
@@ -74,17 +74,112 @@ pub struct Summary {
     pub run_count: usize,
     /// The session, with only the latest checkpoint and the runs described above.
     pub session: Session,
-    /// The latest checkpoint's `files_changed` as `[path, status, fingerprint,
-    /// outside-block fingerprint]` rows, moved out of `session` when no file has fields this
-    /// build does not know: rows parse several times faster than objects that must keep
-    /// unknown fields (the prompt's largest cost after start-up). [`fresh`] puts them back.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    files: Vec<FileRow>,
+    /// The latest checkpoint's `files_changed` as one string of rows ([`rows`]), moved out of
+    /// `session` when no file has fields this build does not know nor a status it does not
+    /// know: one JSON string and a scan of it cost a tenth of what JSON objects (or arrays with
+    /// an untagged status) cost to parse, which was most of what reading the summary cost
+    /// (`status` on 1,000 files, issue 10). [`fresh`] puts them back.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    files: String,
 }
 
-/// One file of the latest checkpoint, as a row (see [`Summary`]).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct FileRow(String, FileStatus, Option<String>, Option<String>);
+/// The row encoding of a checkpoint's files in a stored [`Summary`]: per file, one status
+/// letter (`A`dded, `M`odified, `D`eleted, `U`ntracked, `R`enamed), then its fields, each
+/// either `-` (none) or `<length in bytes>:<text>`: the path, the fingerprint, the
+/// outside-block fingerprint and, for `R` only, the old path. Length-prefixed, so a path may
+/// hold any character. A summary whose rows do not read back whole is not used (the session
+/// file is then read in full).
+mod rows {
+    use std::fmt::Write as _;
+
+    use crate::session::model::{FileState, FileStatus};
+
+    /// The rows of `files`, or `None` when one cannot be a row (a status this build does not
+    /// know, or fields it does not know: such files stay objects in the summary's session).
+    pub(super) fn encode(files: &[FileState]) -> Option<String> {
+        let mut out = String::with_capacity(files.len() * 64);
+        for f in files {
+            if !f.extra.is_empty() {
+                return None;
+            }
+            let (letter, from) = match &f.status {
+                FileStatus::Added => ('A', None),
+                FileStatus::Modified => ('M', None),
+                FileStatus::Deleted => ('D', None),
+                FileStatus::Untracked => ('U', None),
+                FileStatus::Renamed { from } => ('R', Some(from.as_str())),
+                FileStatus::Other(_) => return None,
+            };
+            out.push(letter);
+            field(&mut out, Some(&f.path));
+            field(&mut out, f.fingerprint.as_deref());
+            field(&mut out, f.fingerprint_outside_block.as_deref());
+            if from.is_some() {
+                field(&mut out, from);
+            }
+        }
+        Some(out)
+    }
+
+    fn field(out: &mut String, text: Option<&str>) {
+        match text {
+            None => out.push('-'),
+            Some(text) => {
+                let _ = write!(out, "{}:", text.len());
+                out.push_str(text);
+            }
+        }
+    }
+
+    /// The files `rows` encodes, or `None` when they do not read back whole.
+    pub(super) fn decode(rows: &str) -> Option<Vec<FileState>> {
+        let mut files = Vec::new();
+        let mut rest = rows;
+        while let Some(letter) = rest.as_bytes().first().copied() {
+            rest = &rest[1..];
+            let path = take(&mut rest)?.map(str::to_owned)?;
+            let fingerprint = take(&mut rest)?.map(str::to_owned);
+            let outside = take(&mut rest)?.map(str::to_owned);
+            let status = match letter {
+                b'A' => FileStatus::Added,
+                b'M' => FileStatus::Modified,
+                b'D' => FileStatus::Deleted,
+                b'U' => FileStatus::Untracked,
+                b'R' => FileStatus::Renamed {
+                    from: take(&mut rest)?.map(str::to_owned)?,
+                },
+                _ => return None,
+            };
+            let mut f = FileState::new(path, status);
+            f.fingerprint = fingerprint;
+            f.fingerprint_outside_block = outside;
+            files.push(f);
+        }
+        Some(files)
+    }
+
+    /// One field off the front of `rest`: `Some(None)` for `-`, `None` when malformed.
+    fn take<'a>(rest: &mut &'a str) -> Option<Option<&'a str>> {
+        if let Some(after) = rest.strip_prefix('-') {
+            *rest = after;
+            return Some(None);
+        }
+        let bytes = rest.as_bytes();
+        let mut len: usize = 0;
+        let mut colon = 0;
+        while let Some(&b) = bytes.get(colon).filter(|b| b.is_ascii_digit()) {
+            len = len.checked_mul(10)?.checked_add(usize::from(b - b'0'))?;
+            colon += 1;
+        }
+        if colon == 0 || bytes.get(colon) != Some(&b':') {
+            return None;
+        }
+        let end = (colon + 1).checked_add(len)?;
+        let text = rest.get(colon + 1..end)?;
+        *rest = &rest[end..];
+        Some(Some(text))
+    }
+}
 
 impl Summary {
     /// The summary of `session`, read from (or just written to) a file of identity `source`.
@@ -102,14 +197,12 @@ impl Summary {
             .filter(|(i, r)| r.state == RunState::Running || Some(*i) == last_other)
             .map(|(_, r)| r.clone())
             .collect();
-        let mut files = Vec::new();
+        let mut files = String::new();
         if let Some(cp) = small.checkpoints.last_mut()
-            && cp.files_changed.iter().all(|f| f.extra.is_empty())
+            && let Some(encoded) = rows::encode(&cp.files_changed)
         {
-            files = std::mem::take(&mut cp.files_changed)
-                .into_iter()
-                .map(|f| FileRow(f.path, f.status, f.fingerprint, f.fingerprint_outside_block))
-                .collect();
+            files = encoded;
+            cp.files_changed.clear();
         }
         Summary {
             source,
@@ -120,27 +213,27 @@ impl Summary {
         }
     }
 
-    /// Puts the rows back into the latest checkpoint.
-    fn unpack(mut self) -> Summary {
-        if let Some(cp) = self.session.checkpoints.last_mut() {
-            cp.files_changed.extend(self.files.drain(..).map(
-                |FileRow(path, status, fp, outside)| {
-                    let mut f = FileState::new(path, status);
-                    f.fingerprint = fp;
-                    f.fingerprint_outside_block = outside;
-                    f
-                },
-            ));
+    /// Puts the rows back into the latest checkpoint; `None` when they do not read back.
+    fn unpack(mut self) -> Option<Summary> {
+        if !self.files.is_empty() {
+            let files = rows::decode(&self.files)?;
+            self.session
+                .checkpoints
+                .last_mut()?
+                .files_changed
+                .extend(files);
+            self.files = String::new();
         }
-        self
+        Some(self)
     }
 }
 
 /// Where the summary of the session at `session_path` goes.
 fn path_for(session_path: &Path) -> Option<PathBuf> {
-    // `2.json`: the shape with file rows; a build that reads `{key}.json` never sees it (it
-    // would take the checkpoint for one without files).
-    cache_file(session_path, "2.json")
+    // `3.json`: the shape with the files as one string of rows; a build that reads an older
+    // shape (`{key}.json`, `{key}.2.json`) never sees it (it would take the checkpoint for one
+    // without files).
+    cache_file(session_path, "3.json")
 }
 
 /// `<summary directory>/<hash of session_path>.<suffix>`: where the caches kept for the
@@ -226,7 +319,10 @@ pub fn with_fresh<R>(project: &Project, f: impl FnOnce(&Summary) -> R) -> Option
 /// identity `now`.
 fn parse(session_path: &Path, now: Identity) -> Option<Summary> {
     let summary: Summary = serde_json::from_slice(&stored_bytes(session_path)?).ok()?;
-    (summary.source == now).then(|| summary.unpack())
+    if summary.source != now {
+        return None;
+    }
+    summary.unpack()
 }
 
 /// The stored summary file of the session at `session_path`, as bytes (at most
@@ -297,17 +393,29 @@ fn rebuild(project: &Project) -> crate::error::Result<Summary> {
     if before.is_some() {
         write(&session_path, &summary);
     }
-    Ok(summary.unpack())
+    // The caller gets the latest checkpoint's files as loaded, not read back from the rows.
+    let mut summary = summary;
+    summary.files = String::new();
+    if let (Some(small), Some(latest)) = (
+        summary.session.checkpoints.last_mut(),
+        session.checkpoints.last(),
+    ) {
+        small.files_changed.clone_from(&latest.files_changed);
+    }
+    Ok(summary)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::model::FileStatus;
+    use crate::session::model::{FileState, FileStatus};
 
     fn stored(summary: &Summary) -> Summary {
         let bytes = serde_json::to_vec(summary).unwrap();
-        serde_json::from_slice::<Summary>(&bytes).unwrap().unpack()
+        serde_json::from_slice::<Summary>(&bytes)
+            .unwrap()
+            .unpack()
+            .unwrap()
     }
 
     #[test]
@@ -333,7 +441,7 @@ mod tests {
             dev: 4,
         };
         let summary = Summary::of(&session, source);
-        assert_eq!(summary.files.len(), 2);
+        assert!(!summary.files.is_empty());
         assert!(summary.session.checkpoints[0].files_changed.is_empty());
         let back = stored(&summary);
         assert_eq!(
@@ -352,6 +460,70 @@ mod tests {
             stored(&summary).session.checkpoints[0].files_changed,
             vec![c]
         );
+
+        // So does a status this build does not know.
+        let d = FileState::new("d.txt", FileStatus::Other(serde_json::json!("Copied")));
+        session.checkpoints.last_mut().unwrap().files_changed = vec![d.clone()];
+        let summary = Summary::of(&session, source);
+        assert!(summary.files.is_empty());
+        assert_eq!(
+            stored(&summary).session.checkpoints[0].files_changed,
+            vec![d]
+        );
+    }
+
+    #[test]
+    fn rows_hold_any_path_and_refuse_what_does_not_read_back() {
+        let mut files = Vec::new();
+        for (i, path) in [
+            "plain.txt",
+            "",
+            "-",
+            "12:34",
+            "with \"quotes\" and \\ and\ttab\nnewline",
+            "\"\\303\\251t\\351\"",
+            "déjà vu/ü.txt",
+            "M5:a",
+            "\u{1f}\u{0}",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let status = match i % 5 {
+                0 => FileStatus::Added,
+                1 => FileStatus::Modified,
+                2 => FileStatus::Deleted,
+                3 => FileStatus::Untracked,
+                _ => FileStatus::Renamed {
+                    from: format!("{path}.old"),
+                },
+            };
+            let mut f = FileState::new(path, status);
+            f.fingerprint = (i % 2 == 0).then(|| format!("{i:016x}"));
+            f.fingerprint_outside_block = (i % 3 == 0).then(|| "-1:".into());
+            files.push(f);
+        }
+        let encoded = rows::encode(&files).unwrap();
+        assert_eq!(rows::decode(&encoded).unwrap(), files);
+        // Through JSON, as stored.
+        let json = serde_json::to_string(&encoded).unwrap();
+        let back: String = serde_json::from_str(&json).unwrap();
+        assert_eq!(rows::decode(&back).unwrap(), files);
+        assert_eq!(rows::decode("").unwrap(), vec![]);
+        for bad in [
+            "X1:a--",
+            "M1:a-",
+            "M2:a--",
+            "M:a--",
+            "M-1:a--",
+            "M1a--",
+            "R1:a---",
+            "M99999999999999999999999:a--",
+            "M1:é--",
+            "M",
+        ] {
+            assert_eq!(rows::decode(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

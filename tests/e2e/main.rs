@@ -28,6 +28,7 @@ mod safety_fs;
 mod safety_limits;
 mod safety_text;
 mod startup;
+mod status1k;
 mod store;
 mod teams;
 mod trial;
