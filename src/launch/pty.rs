@@ -386,7 +386,7 @@ impl Teller {
         let thread = std::thread::Builder::new()
             .name("pas-agent-capture".into())
             .spawn(move || {
-                for chunk in rx {
+                while let Some(chunk) = super::capture::recv_coalesced(&rx) {
                     capture.write(&chunk);
                 }
                 capture.finish();
