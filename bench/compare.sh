@@ -44,7 +44,9 @@ echo "before: $before ($(stat -c %s "$before") bytes)"
 echo "after:  $after ($(stat -c %s "$after") bytes)"
 
 # paired ROW YARDSTICK_NAME YARDSTICK_CMD [NAME CMD]...: ROUNDS rounds of hyperfine over all the
-# commands in a rotating order; appends "row<TAB>command<TAB>median ms<TAB>ratio" to results.
+# commands in a rotating order; appends "row<TAB>command<TAB>median ms<TAB>ratio<TAB>CPU s" to
+# results (CPU: the median over the rounds of the mean user + system time of the command and the
+# processes it waited for, steadier than times on a shared machine).
 paired() {
   local row=$1; shift
   local -a names=() cmds=()
@@ -63,15 +65,16 @@ paired() {
   python3 - "$work" "$rounds" "$row" "${names[0]}" >> "$results" <<'PY'
 import json, statistics, sys
 work, rounds, row, base = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-times, ratios = {}, {}
+times, ratios, cpu = {}, {}, {}
 for r in range(1, rounds + 1):
     res = {x["command"]: x for x in json.load(open(f"{work}/round-{r}.json"))["results"]}
     b = res[base]["median"]
     for name, x in res.items():
         times.setdefault(name, []).extend(x["times"])
         ratios.setdefault(name, []).append(x["median"] / b)
+        cpu.setdefault(name, []).append(x["user"] + x["system"])
 for name in times:
-    print(f"{row}\t{name}\t{statistics.median(times[name]) * 1000:.2f}\t{statistics.median(ratios[name]):.2f}")
+    print(f"{row}\t{name}\t{statistics.median(times[name]) * 1000:.2f}\t{statistics.median(ratios[name]):.2f}\t{statistics.median(cpu[name]):.3f}")
 PY
 }
 
@@ -195,10 +198,10 @@ for l in open(sys.argv[2]):
     if l.strip():
         row, name, n = l.rstrip("\n").split("\t")
         ins[(row, name)] = n
-print(f"| row | command | median ms | ratio to the row's first | instructions |")
-print("|---|---|---:|---:|---:|")
-for row, name, ms, ratio in rows:
+print(f"| row | command | median ms | ratio to the row's first | CPU s | instructions |")
+print("|---|---|---:|---:|---:|---:|")
+for row, name, ms, ratio, *cpu in rows:
     n = ins.get((row, name), "")
     n = f"{int(n) / 1e6:.1f} M" if n.isdigit() else n
-    print(f"| {row} | {name} | {ms} | {ratio}{'×' if ratio != '-' else ''} | {n} |")
+    print(f"| {row} | {name} | {ms} | {ratio}{'×' if ratio != '-' else ''} | {''.join(cpu) or '-'} | {n} |")
 PY

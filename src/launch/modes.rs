@@ -420,10 +420,27 @@ impl Tracker {
     /// known to be in its ground state are not parsed: their only effect, on whether the
     /// cursor is at a line start, is applied directly. The relay calls this for every chunk
     /// of the agent's output, most of which is such text.
-    pub fn feed(&mut self, bytes: &[u8]) {
+    ///
+    /// Returns whether [`State::reset_bytes`] may differ from what it was before: `bytes`
+    /// hold a byte that can start a mode change (ESC, SO, SI or a C1 CSI), or the parser was
+    /// not known to be in its ground state (a sequence cut between reads ends in this one).
+    /// Plain text is looked at once, eight bytes at a time ([`plain_prefix`]), for both
+    /// answers.
+    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+        let plain_len = plain_prefix(bytes);
+        let changes = !self.ground
+            || bytes[plain_len..]
+                .iter()
+                .any(|b| matches!(b, 0x1b | 0x0e | 0x0f | 0x9b));
+        self.feed_past(bytes, plain_len);
+        changes
+    }
+
+    /// [`Tracker::feed`] of `bytes`, whose first `plain_len` bytes are plain text.
+    fn feed_past(&mut self, bytes: &[u8], plain_len: usize) {
         let mut rest = bytes;
         if self.ground {
-            let n = rest.iter().position(|&b| !plain(b)).unwrap_or(rest.len());
+            let n = plain_len;
             self.skip(&rest[..n]);
             rest = &rest[n..];
             if rest.is_empty() {
@@ -505,7 +522,11 @@ mod tests {
             let mut t = Tracker::default();
             for w in cuts.windows(2) {
                 parser.advance(&mut reference, &input[w[0]..w[1]]);
-                t.feed(&input[w[0]..w[1]]);
+                let reset = t.state.reset_bytes();
+                // The relay updates the emergency reset only when `feed` says it may change.
+                if !t.feed(&input[w[0]..w[1]]) {
+                    proptest::prop_assert_eq!(t.state.reset_bytes(), reset);
+                }
             }
             proptest::prop_assert_eq!(comparable(&t.state), comparable(&reference));
             proptest::prop_assert_eq!(t.state.reset_bytes(), reference.reset_bytes());

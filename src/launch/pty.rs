@@ -356,13 +356,8 @@ fn pump_output(mut reader: Box<dyn Read + Send>, sink: &Mutex<Sink>) {
         if stdout_ok {
             stdout_ok = write_all(stdout.as_fd(), chunk).is_ok();
         }
-        sink.modes.feed(chunk);
         // Only a byte that is not plain text can change a mode.
-        let plain = super::modes::plain_prefix(chunk);
-        if chunk[plain..]
-            .iter()
-            .any(|b| matches!(b, 0x1b | 0x0e | 0x0f | 0x9b))
-        {
+        if sink.modes.feed(chunk) {
             terminal::set_modes_reset(&sink.modes.state.reset_bytes());
         }
         if let Some(c) = sink.capture.as_mut() {
@@ -391,7 +386,7 @@ impl Teller {
         let thread = std::thread::Builder::new()
             .name("pas-agent-capture".into())
             .spawn(move || {
-                for chunk in rx {
+                while let Some(chunk) = super::capture::recv_coalesced(&rx) {
                     capture.write(&chunk);
                 }
                 capture.finish();

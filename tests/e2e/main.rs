@@ -23,6 +23,7 @@ mod mock_model;
 mod perf;
 mod prompt_record;
 mod ptyfast;
+mod ptyfloor;
 mod run;
 mod safety_fs;
 mod safety_limits;
