@@ -61,6 +61,8 @@ impl From<&Stale> for StaleJson {
 }
 
 pub fn run(args: JsonArgs) -> Result<i32> {
+    // One status, then exit: what it read is left to the exit (see `leak`).
+    crate::fingerprint::cache::leave_to_exit();
     let project = project()?;
     // Text needs only the task, the latest checkpoint and the runs: the summary has them, at
     // a cost that does not grow with the history. JSON prints the whole session.

@@ -147,6 +147,19 @@ impl Stored {
 /// decode exactly (another format, a torn write, bytes left over) is treated as absent.
 const MAGIC: &[u8] = b"pas-agent fingerprints\n";
 
+/// Whether [`Cache::save`] may leave the entries it read to the process's exit instead of
+/// freeing them (see [`leave_to_exit`]).
+static LEAVE_TO_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Lets [`Cache::save`] leave the entries it read (at most [`MAX_ENTRIES`]) to the process's
+/// exit instead of freeing them string by string (a few percent of `status` on 1,000 files,
+/// issue 10). Only for a process that takes a status once or twice and exits: `status` calls
+/// it. A long-lived one (the MCP server's checkpoints, the launcher) frees as usual, or each
+/// call would keep its entries for good.
+pub fn leave_to_exit() {
+    LEAVE_TO_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// One entry of this call: the one read at an index of `Cache::old`, unchanged, or a new one.
 #[derive(Debug)]
 enum Slot {
@@ -284,10 +297,9 @@ impl Cache {
             let _ = std::fs::remove_file(file.with_extension("json"));
         }
         drop(rows);
-        // The entries are memory only, at most `MAX_ENTRIES` of them, and a command asks for
-        // a work tree's status once or twice: left to the process's exit instead of freed
-        // string by string (a few percent of `status` on 1,000 files, issue 10).
-        std::mem::forget((data, old, new));
+        if LEAVE_TO_EXIT.load(std::sync::atomic::Ordering::Relaxed) {
+            std::mem::forget((data, old, new));
+        }
     }
 }
 
