@@ -2,9 +2,10 @@
 //! The `pas-agent` binary: parse arguments, run the command, map errors to exit codes.
 //!
 //! On Linux with glibc the binary has its own C `main` (`no_main`): Rust's runtime start-up
-//! (`std::rt::lang_start`) reads `/proc/self/maps` to place a guard page, sets up a signal stack
-//! and handlers that only print "stack overflow", and costs about a sixth of what
-//! `pas-agent prompt` does in all (docs/performance.md, "Fifth round: the prompt's start-up").
+//! (`std::rt::lang_start`) reads `/proc/self/maps` to find the main thread's stack guard, sets
+//! up a signal stack and handlers that only print "stack overflow": 17 system calls, and about
+//! a tenth of what `pas-agent prompt` costs in all (docs/performance.md, "Fifth round: the
+//! prompt's start-up").
 //! `runtime` keeps the parts of it that change what the program does: standard descriptors
 //! that are closed get `/dev/null`, `SIGPIPE` is ignored, a panic exits with 101, and stdout
 //! is flushed at exit. `std::env::args_os` needs nothing: on glibc, std takes the arguments
