@@ -268,6 +268,51 @@ pub fn changed_paths(record: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// `stale.changed` of a `status --json` document as `path:Status` strings, in its order.
+pub fn stale_changed(v: &Value) -> Vec<String> {
+    v["stale"]["changed"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    let status = match &c["status"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    format!("{}:{status}", c["path"].as_str().unwrap_or("?"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A repository sandbox with a session, whose caches live under a runtime directory of its
+/// own (`XDG_RUNTIME_DIR`, returned beside it).
+pub fn session_with_runtime() -> (Sandbox, PathBuf) {
+    let mut sb = Sandbox::repo();
+    let runtime = sb.tmp.path().join("runtime");
+    std::fs::create_dir_all(&runtime).expect("mkdir runtime");
+    sb.env.push((
+        "XDG_RUNTIME_DIR".into(),
+        runtime.to_string_lossy().into_owned(),
+    ));
+    sb.ok(&["init", "--task", "Build the thing"]);
+    (sb, runtime)
+}
+
+/// The one file of the summary cache under `runtime` whose name ends with `suffix`
+/// (`.prompt.json`, `.3.json`); fails unless there is exactly one.
+pub fn one_cache_file(runtime: &Path, suffix: &str) -> PathBuf {
+    let dir = runtime.join("pas-agent/summary");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    assert_eq!(found.len(), 1, "one {suffix} file: {found:?}");
+    found.pop().expect("one file")
+}
+
 /// Every command that reads the session (and the ones that then write it): what a bad file
 /// must make each of them do is refuse with exit 5 and leave it alone.
 pub fn session_readers() -> Vec<Vec<&'static str>> {

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::common::Sandbox;
+use crate::common::{Sandbox, stale_changed};
 
 /// `status --json` three ways: as shipped (fast paths on), with the fast paths off
 /// (`PAS_AGENT_FULL_STATUS=1`, the full HEAD → index comparison) and through the git CLI.
@@ -36,24 +36,6 @@ fn status_three_ways(sb: &Sandbox, state: &str) -> serde_json::Value {
         "{state}: the in-process status differs from git's"
     );
     fast
-}
-
-/// The paths `stale.changed` lists, with their status, as `path:Status`.
-fn changed(v: &serde_json::Value) -> Vec<String> {
-    v["stale"]["changed"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|c| {
-                    let status = match &c["status"] {
-                        serde_json::Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    format!("{}:{status}", c["path"].as_str().unwrap_or("?"))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Replaces the index with the same entries but no extensions (no cache-tree), as an index
@@ -105,7 +87,7 @@ fn status_fast_paths_give_the_full_answer() {
     sb.write("c/d/new.txt", "new\n");
     std::fs::remove_file(sb.path("b/f1.txt")).unwrap();
     let v = status_three_ways(&sb, "work-tree changes only");
-    let got = changed(&v);
+    let got = stale_changed(&v);
     for want in [
         "a/f0.txt:Modified",
         "new.txt:Untracked",
@@ -121,7 +103,7 @@ fn status_fast_paths_give_the_full_answer() {
     sb.git(&["mv", "c/d/f3.txt", "c/d/moved.txt"]);
     sb.git(&["add", "-N", "c/d/new.txt"]);
     let v = status_three_ways(&sb, "staged changes");
-    let got = changed(&v);
+    let got = stale_changed(&v);
     for want in ["a/f0.txt:Modified", "new.txt:Added", "b/f2.txt:Untracked"] {
         assert!(got.iter().any(|g| g == want), "{want} missing from {got:?}");
     }
@@ -132,7 +114,7 @@ fn status_fast_paths_give_the_full_answer() {
     sb.git(&["reset", "-q", "--soft", "HEAD~1"]);
     assert!(has_cache_tree(&sb));
     let v = status_three_ways(&sb, "cache-tree of another commit");
-    let got = changed(&v);
+    let got = stale_changed(&v);
     for want in ["a/f0.txt:Modified", "new.txt:Added", "b/f2.txt:Untracked"] {
         assert!(got.iter().any(|g| g == want), "{want} missing from {got:?}");
     }
@@ -146,7 +128,10 @@ fn status_fast_paths_give_the_full_answer() {
     assert!(!has_cache_tree(&sb));
     sb.write("a/f4.txt", "changed again\n");
     let v = status_three_ways(&sb, "no cache-tree, nothing staged");
-    assert!(changed(&v).iter().any(|g| g == "a/f4.txt:Modified"), "{v}");
+    assert!(
+        stale_changed(&v).iter().any(|g| g == "a/f4.txt:Modified"),
+        "{v}"
+    );
 
     // A cache-tree rebuilt by git (read-tree primes it) after a staged change was committed.
     sb.git(&["read-tree", "HEAD"]);
@@ -653,7 +638,7 @@ fn status_fast_pass_matches_gix_and_git_on_generated_work_trees() {
         }
 
         let v = status_three_ways(&sb, &format!("seed {seed}"));
-        assert!(!changed(&v).is_empty(), "seed {seed}: {v}");
+        assert!(!stale_changed(&v).is_empty(), "seed {seed}: {v}");
         let path = status_path(&sb);
         if needs_content {
             assert_ne!(path, "none", "seed {seed}: no trace");
@@ -753,7 +738,7 @@ fn a_skip_worktree_gitignore_is_read_from_the_index() {
     sb.write("other/u.txt", "u\n");
     sb.write("only/u.txt", "u\n");
     let v = status_three_ways(&sb, "a skip-worktree .gitignore");
-    let c = changed(&v);
+    let c = stale_changed(&v);
     for new in ["sub/new.txt", "other/u.txt", "only/u.txt"] {
         assert!(c.contains(&format!("{new}:Untracked")), "{new}: {c:?}");
     }

@@ -1,34 +1,7 @@
 //! The prompt record (`src/session/prompt_record.rs`): the prompt reads a small record kept
 //! beside the summary, only while it was made from `session.json` as the file is now.
 
-use std::path::PathBuf;
-
 use crate::common::*;
-
-/// A session in a repository, its caches under a runtime directory of its own.
-fn sandbox() -> (Sandbox, PathBuf) {
-    let mut sb = Sandbox::repo();
-    let runtime = sb.tmp.path().join("runtime");
-    std::fs::create_dir_all(&runtime).unwrap();
-    sb.env.push((
-        "XDG_RUNTIME_DIR".into(),
-        runtime.to_string_lossy().into_owned(),
-    ));
-    sb.ok(&["init", "--task", "Build the thing"]);
-    (sb, runtime)
-}
-
-/// The one prompt record in `runtime`.
-fn record(runtime: &std::path::Path) -> PathBuf {
-    let dir = runtime.join("pas-agent/summary");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".prompt.json"))
-        .collect();
-    assert_eq!(found.len(), 1, "one prompt record: {found:?}");
-    found.pop().unwrap()
-}
 
 /// The segment and the notice (the first two lines of the hook protocol).
 fn shown(sb: &Sandbox) -> (String, String) {
@@ -42,7 +15,7 @@ fn shown(sb: &Sandbox) -> (String, String) {
 
 #[test]
 fn the_prompt_reads_its_record_only_for_the_file_it_was_made_from() {
-    let (sb, runtime) = sandbox();
+    let (sb, runtime) = session_with_runtime();
     sb.ok(&[
         "update",
         "--completed",
@@ -63,7 +36,7 @@ fn the_prompt_reads_its_record_only_for_the_file_it_was_made_from() {
     assert!(first.1.contains("next: first step"), "{first:?}");
 
     // The same answer without the record (it is rebuilt) and with a damaged one.
-    let path = record(&runtime);
+    let path = one_cache_file(&runtime, ".prompt.json");
     std::fs::remove_file(&path).unwrap();
     assert_eq!(shown(&sb), first);
     assert!(path.is_file(), "the prompt stored the record again");
@@ -100,7 +73,7 @@ fn the_prompt_reads_its_record_only_for_the_file_it_was_made_from() {
 
 #[test]
 fn a_running_agent_and_an_unreadable_session_show_as_before() {
-    let (sb, _runtime) = sandbox();
+    let (sb, _runtime) = session_with_runtime();
     // A live run: the launcher's process still runs while the agent sleeps.
     sb.stand_in("slowagent", "sleep 30");
     let mut child = sb

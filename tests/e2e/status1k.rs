@@ -3,7 +3,6 @@
 //! the index in byte order) and the summary's files stored as one string of rows must give
 //! the answers gix's full status, git and a full read of `session.json` give.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use crate::common::*;
@@ -37,26 +36,6 @@ fn status_agrees(sb: &Sandbox, state: &str) -> serde_json::Value {
     assert_eq!(fast["stale"], full["stale"], "{state}: fast vs full");
     assert_eq!(fast["stale"], cli["stale"], "{state}: in process vs git");
     fast
-}
-
-/// `stale.changed` as sorted `path:status` strings.
-fn changed(v: &serde_json::Value) -> Vec<String> {
-    let mut out: Vec<String> = v["stale"]["changed"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|c| {
-                    let status = match &c["status"] {
-                        serde_json::Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    format!("{}:{status}", c["path"].as_str().unwrap_or("?"))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
 }
 
 /// Every file's times set long before the index is written (no racily clean entry).
@@ -102,7 +81,7 @@ fn fast_pass_names_that_sort_differently_as_bytes_and_as_index_paths() {
     sb.git(&["update-index", "-q", "--refresh"]);
     sb.ok(&["checkpoint", "baseline"]);
     let clean = status_agrees(&sb, "clean");
-    assert_eq!(changed(&clean), Vec::<String>::new(), "{clean}");
+    assert_eq!(stale_changed(&clean), Vec::<String>::new(), "{clean}");
 
     // Untracked names beside and between the tracked ones, at every level.
     for path in [
@@ -128,8 +107,10 @@ fn fast_pass_names_that_sort_differently_as_bytes_and_as_index_paths() {
     // the fast pass rightly hands a file whose stat data moved to gix (when the test crossed
     // a second since the index was refreshed). Untracked names are never stat-compared.
     let after = status_agrees(&sb, "changed");
+    let mut listed = stale_changed(&after);
+    listed.sort();
     assert_eq!(
-        changed(&after),
+        listed,
         vec![
             "a-b/new.txt:Untracked",
             "a.b:Untracked",
@@ -150,31 +131,6 @@ fn fast_pass_names_that_sort_differently_as_bytes_and_as_index_paths() {
     );
 }
 
-/// A session in a repository, its caches under a runtime directory of its own.
-fn sandbox() -> (Sandbox, PathBuf) {
-    let mut sb = Sandbox::repo();
-    let runtime = sb.tmp.path().join("runtime");
-    std::fs::create_dir_all(&runtime).unwrap();
-    sb.env.push((
-        "XDG_RUNTIME_DIR".into(),
-        runtime.to_string_lossy().into_owned(),
-    ));
-    sb.ok(&["init", "--task", "Build the thing"]);
-    (sb, runtime)
-}
-
-/// The stored summary of the session (the one `*.3.json` in the runtime directory).
-fn summary_file(runtime: &std::path::Path) -> PathBuf {
-    let dir = runtime.join("pas-agent/summary");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".3.json"))
-        .collect();
-    assert_eq!(found.len(), 1, "one summary: {found:?}");
-    found.pop().unwrap()
-}
-
 /// The latest checkpoint's files, stored as rows in the summary, read back as recorded: names
 /// with the characters the rows and JSON treat specially (`-`, digits and `:`, quotes,
 /// backslashes, a tab, a newline, non-ASCII), a rename, and a deletion. `status`'s text must be
@@ -182,7 +138,7 @@ fn summary_file(runtime: &std::path::Path) -> PathBuf {
 /// (then the summary is not used).
 #[test]
 fn summary_rows_give_the_same_status_as_a_full_read() {
-    let (sb, runtime) = sandbox();
+    let (sb, runtime) = session_with_runtime();
     let names = [
         "-",
         "12:34",
@@ -220,7 +176,7 @@ fn summary_rows_give_the_same_status_as_a_full_read() {
     sb.write("gone.txt", "back\n");
 
     let from_summary = sb.ok(&["status"]);
-    let stored = std::fs::read_to_string(summary_file(&runtime)).unwrap();
+    let stored = std::fs::read_to_string(one_cache_file(&runtime, ".3.json")).unwrap();
     let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
     assert!(
         stored["files"]
@@ -248,10 +204,10 @@ fn summary_rows_give_the_same_status_as_a_full_read() {
     );
 
     // Without the summary (a full read, which stores it again), and with damaged rows.
-    std::fs::remove_file(summary_file(&runtime)).unwrap();
+    std::fs::remove_file(one_cache_file(&runtime, ".3.json")).unwrap();
     assert_eq!(sb.ok(&["status"]), from_summary);
     assert_eq!(sb.ok(&["status"]), from_summary);
-    let path = summary_file(&runtime);
+    let path = one_cache_file(&runtime, ".3.json");
     let mut damaged: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let rows = damaged["files"].as_str().unwrap().to_string();
