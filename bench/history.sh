@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: what the session's history costs (issue 10, "cost independent of history").
+# Benchmark: what the session's history costs .
 #
 # For each history size (1, 100 and 1,000 checkpoints by default) builds the repository of
 # bench/status.sh (10,000 committed files, 100 modified, 20 untracked), starts a session and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: what an agent's lifecycle hooks cost (`pas-agent integrate`, issue 11: "session
+# Benchmark: what an agent's lifecycle hooks cost (`pas-agent integrate`: "session
 # start stays under 50 ms on a 10,000-file repository").
 #
 # Builds a repository of FILES committed files (100 modified, 20 untracked, as bench/status.sh

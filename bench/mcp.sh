@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark for issue 12 (`pas-agent mcp`): what the MCP server costs the other commands, with two
+# Benchmark for `pas-agent mcp`: what the MCP server costs the other commands, with two
 # release binaries side by side — BEFORE (without the server) and AFTER (with it).
 #
 #   1. size of each binary;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: what the shell hook costs per prompt (SPEC §8: "a prompt segment costs about as much
+# Benchmark: what the shell hook costs per prompt ("a prompt segment costs about as much
 # as starting a trivial process"), beside `true` and `git status`.
 #
 # Builds a repository of 10,000 committed files (100 modified, 20 untracked, as bench/status.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: reading a session on a large repository, against git itself (SPEC §8: "status on a
+# Benchmark: reading a session on a large repository, against git itself ("status on a
 # large repository no slower than git status").
 #
 # Builds a repository of 10,000 committed files (100 of them then modified, 20 untracked), takes

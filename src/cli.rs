@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::session::model::ListKind;
+use crate::model::ListKind;
 
 /// Portable agent sessions: one record of a coding task that follows you from one AI coding
 /// agent to the next.
@@ -202,7 +202,7 @@ pub struct ManArgs {
 pub struct McpArgs {
     /// Print the snippet for this agent's MCP settings instead of serving (claude, codex,
     /// gemini, opencode); where it goes is said on stderr.
-    #[arg(long, value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::cmd::MCP_CONFIG_AGENTS))]
+    #[arg(long, value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::agents::mcp_names()))]
     pub config: Option<String>,
 }
 
@@ -516,7 +516,7 @@ pub struct HookArgs {
 #[derive(Debug, Args)]
 pub struct IntegrateArgs {
     /// The agent whose hooks to install pas-agent in.
-    #[arg(value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::integrate::keys()))]
+    #[arg(value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::agents::hook_keys()))]
     pub agent: String,
     /// Install in the user's settings (all projects) instead of this project's.
     #[arg(long)]

@@ -1,9 +1,9 @@
-//! The core's one error type and the exit code each kind maps to (SPEC §7).
+//! The core's one error type and the exit code each kind maps to (docs/commands.md, "Exit codes").
 
 use std::io;
 use std::path::PathBuf;
 
-/// Exit codes shared by every command (SPEC §7). `run` passes the agent's own code through
+/// Exit codes shared by every command (docs/commands.md, "Exit codes"). `run` passes the agent's own code through
 /// and uses [`exit::LAUNCHER_FAILED`], [`exit::NOT_EXECUTABLE`] and [`exit::NOT_FOUND`] for its
 /// own failures.
 pub mod exit {
@@ -83,7 +83,7 @@ pub enum Error {
         path: PathBuf,
         /// The `schema_version` the file declares.
         found: u64,
-        /// The newest schema version this build reads ([`crate::session::model::SCHEMA_VERSION`]).
+        /// The newest schema version this build reads ([`crate::model::SCHEMA_VERSION`]).
         supported: u32,
     },
 
@@ -169,7 +169,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// The process exit code for this error (SPEC §7).
+    /// The process exit code for this error (docs/commands.md, "Exit codes").
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::NoSession { .. } => exit::NO_SESSION,

@@ -1,12 +1,12 @@
 //! Content fingerprints of changed files, compatible with the original PAS-Agent
-//! (`pas-agent-format.md` §2): 16 lower-case hex digits of the 64-bit FNV-1a hash of the
+//! (docs/format.md, FileState): 16 lower-case hex digits of the 64-bit FNV-1a hash of the
 //! file's bytes; `size:<bytes>` for files over 8 MiB; `link:<16 hex>` (FNV-1a of the target
 //! path) for symlinks; none for directories, deleted and unreadable files. Changing this
 //! would make every old checkpoint look stale, so a test pins the values.
 
 use std::path::Path;
 
-use crate::export::block;
+use crate::block;
 
 pub mod cache;
 

@@ -24,7 +24,8 @@
 //!   bytes; otherwise it is replaced, which breaks a link to anything else and leaves it as it
 //!   was.
 //!
-//! Atomic recipe (facts from `launcher-store.md` §D1): a uniquely named temp file in the
+//! Atomic recipe (tempfile's `persist` documentation; the durability order of
+//! npm/write-file-atomic#64 and delta-io/delta-rs#142): a uniquely named temp file in the
 //! target's directory (a rename cannot cross filesystems); write; copy the old file's owner and
 //! permissions; `fsync` the file; rename over the target; `fsync` the directory (errors there
 //! are tolerated: some network filesystems refuse it after the rename already happened).
@@ -935,6 +936,19 @@ pub enum ReadError {
     /// Opening or reading failed (a missing file is not an error but `Ok(None)`).
     #[error(transparent)]
     Io(io::Error),
+}
+
+/// pas-agent's per-user cache directory: `$XDG_RUNTIME_DIR/pas-agent` (per-user, emptied at
+/// logout), else `pas-agent` under `$XDG_CACHE_HOME`, `$HOME/.cache` or `%LOCALAPPDATA%`. Only
+/// absolute settings count; `None` when none is set. Holds the prompt's stamps, the summary
+/// cache and the fingerprint cache, each in a directory of its own.
+pub fn cache_dir() -> Option<PathBuf> {
+    let abs = |v: Option<std::ffi::OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    let base = abs(std::env::var_os("XDG_RUNTIME_DIR"))
+        .or_else(|| abs(std::env::var_os("XDG_CACHE_HOME")))
+        .or_else(|| abs(std::env::var_os("HOME")).map(|h| h.join(".cache")))
+        .or_else(|| abs(std::env::var_os("LOCALAPPDATA")))?;
+    Some(base.join("pas-agent"))
 }
 
 #[cfg(test)]

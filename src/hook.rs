@@ -1,4 +1,4 @@
-//! Shell integration (`pas-agent hook <shell>`, SPEC §6): the scripts in `shell/`, embedded at
+//! Shell integration (`pas-agent hook <shell>`, docs/hooks.md): the scripts in `shell/`, embedded at
 //! build time and rendered with this binary's path quoted for the shell and one wrapper
 //! function per agent command from the agent table.
 //!
@@ -6,7 +6,8 @@
 //! goes, and [`WRAPPERS_TOKEN`], which becomes one wrapper definition per executable in
 //! [`crate::agents::executables`]. Everything else is the template's text, unchanged.
 //!
-//! Quoting (facts from `../shared/reference/shell-hooks.md` §2.2 and §5): bash and zsh get POSIX
+//! Quoting (the shells' own manuals: bash(1) QUOTING, zsh's QUOTING, fish's "Quotes", and
+//! PowerShell's about_Quoting_Rules): bash and zsh get POSIX
 //! single quotes with `'` written as `'\''`; fish single quotes, inside which only `\\` and `\'`
 //! are escapes; PowerShell single quotes with `'` doubled, used with the call operator `&`
 //! (a bare quoted string is an expression, not a command; direnv#1597 is the unquoted-path bug).

@@ -10,6 +10,7 @@
 //! [`agents`] is the table of known agents, and [`launch`] runs them.
 
 pub mod agents;
+pub mod block;
 pub mod cli;
 pub mod cmd;
 pub mod display;
@@ -22,10 +23,10 @@ pub mod hook;
 pub mod integrate;
 pub mod launch;
 pub mod limits;
+pub mod model;
 pub mod passwd;
 pub mod session;
 pub mod stale;
 pub mod term;
-pub mod transcript;
 
 pub use error::{Error, Result};

@@ -54,7 +54,7 @@ pub const REGISTRY: Limit = Limit {
 /// text, so a narrower screen loses none of it. `capture.cast` keeps the real size.
 pub const CAPTURE_SCREEN: (u16, u16) = (1000, 500);
 /// An agent's own session file (a Claude Code transcript, a Codex rollout, a Gemini CLI chat,
-/// an OpenCode export) read after a run for its words ([`crate::transcript`]): 64 MiB. pas-agent
+/// an OpenCode export) read after a run for its words ([`crate::agents::Agent::transcript`]): 64 MiB. pas-agent
 /// never writes these; a larger one is not read, and the run records why.
 pub const TRANSCRIPT: Limit = Limit {
     bytes: 64 * 1024 * 1024,

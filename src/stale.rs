@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 
 use crate::fingerprint;
 use crate::git::{Repo, WorkTree};
-use crate::session::model::{Checkpoint, FileState, Session, TaskState};
+use crate::model::{Checkpoint, FileState, Session};
 
 /// At most this many files are listed, in the terminal and in Markdown.
 pub const MAX_FILES_LISTED: usize = 50;
@@ -143,7 +143,7 @@ pub fn check(session: &Session, now: Option<&WorkTree>, repo: Option<&Repo>) -> 
         branch: None,
         changed: Vec::new(),
         resolved: Vec::new(),
-        task_fields: task_changes(&cp.task_snapshot, &session.task),
+        task_fields: cp.task_snapshot.changes(&session.task),
     };
     if let Some(now) = now {
         compare_tree(cp, now, repo, &mut stale);
@@ -198,11 +198,11 @@ fn last_with_path<'a>(files: &[&'a FileState], path: &str) -> Option<&'a FileSta
 /// and the text outside its block is exactly the front matter export writes there: a file
 /// that only an export made, which is not work.
 fn owned_front_matter_only(path: &str, outside: &str) -> bool {
-    crate::agents::export_agents().iter().any(|a| {
+    crate::agents::AGENTS.iter().any(|a| {
         matches!(a.layout, crate::agents::Layout::Owned { front_matter }
-            if a.agent.context_file == path
+            if a.context_file == path
                 && fingerprint::outside_block_any(
-                    crate::export::owned_file(front_matter, "").as_bytes()
+                    crate::block::owned_file(front_matter, "").as_bytes()
                 )
                 .as_deref()
                     == Some(outside))
@@ -243,31 +243,11 @@ fn differs(now: &FileState, old: Option<&FileState>, cp: &Checkpoint, repo: Opti
     }
 }
 
-/// Names of the task fields that differ.
-pub fn task_changes(then: &TaskState, now: &TaskState) -> Vec<&'static str> {
-    let mut fields = Vec::new();
-    let mut check = |name, changed: bool| {
-        if changed {
-            fields.push(name)
-        }
-    };
-    check("description", then.description != now.description);
-    check("objective", then.objective != now.objective);
-    check("completed", then.completed != now.completed);
-    check("remaining", then.remaining != now.remaining);
-    check("next action", then.next_action != now.next_action);
-    check("blockers", then.blockers != now.blockers);
-    check("decisions", then.decisions != now.decisions);
-    check("constraints", then.constraints != now.constraints);
-    check("discoveries", then.discoveries != now.discoveries);
-    fields
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::git::Head;
-    use crate::session::model::{FileStatus, GitRef};
+    use crate::model::{FileStatus, GitRef};
 
     fn session_with(files: Vec<FileState>, commit: &str) -> Session {
         let text = r#"{"id":"46d89609-104d-4a43-907d-dbca99704a85","project_name":"p","created_at":"2026-09-17T04:30:00Z","updated_at":"2026-09-17T04:39:00Z","task":{"description":"t"}}"#;

@@ -12,8 +12,8 @@ use clap_complete::env::Shells;
 
 use crate::cli::{CompletionsArgs, ManArgs};
 use crate::error::{Error, Result};
+use crate::model::{ListKind, Session};
 use crate::session::Project;
-use crate::session::model::{ListKind, Session};
 use crate::term::clean_line;
 
 /// The environment variable that asks for completions. Not clap_complete's default
@@ -110,7 +110,7 @@ fn candidate(value: String, help: &str) -> CompletionCandidate {
 pub fn agent_candidates() -> Vec<CompletionCandidate> {
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for agent in crate::agents::AGENTS {
+    for agent in crate::agents::launched() {
         let names = std::iter::once(agent.id)
             .chain(agent.aliases.iter().copied())
             .chain(agent.executables.iter().copied());

@@ -19,9 +19,9 @@ use crate::error::{Error, Result};
 use crate::hook::{Shell, quote_posix};
 use crate::launch::process::Liveness;
 use crate::launch::registry::Registry;
+use crate::model::RunState;
 use crate::session::Project;
 use crate::session::lock::LOCK_FILE;
-use crate::session::model::RunState;
 use crate::term::{Out, clean, clean_line, style};
 
 /// How long an agent's `--version` may take before it is reported as not answering.
@@ -265,8 +265,7 @@ fn version_of(program: &Path, args: &[&str]) -> std::result::Result<String, Stri
 /// Every agent in the table: found on PATH (which executable) and its version. The version
 /// commands run side by side.
 fn agent_checks(checks: &mut Vec<Check>) {
-    let found: Vec<(&crate::agents::Agent, Option<PathBuf>)> = crate::agents::AGENTS
-        .iter()
+    let found: Vec<(&crate::agents::Agent, Option<PathBuf>)> = crate::agents::launched()
         .map(|a| {
             let path = a.executables.iter().find_map(|e| which::which(e).ok());
             (a, path)
@@ -521,10 +520,7 @@ fn session_checks(project: Option<&Project>, checks: &mut Vec<Check>) {
             "free".into()
         },
     ));
-    let names: Vec<&str> = crate::agents::AGENTS
-        .iter()
-        .map(|a| a.context_file)
-        .collect();
+    let names: Vec<&str> = crate::agents::launched().map(|a| a.context_file).collect();
     let mut temps = crate::fsutil::temp_files_of(&state, None);
     temps.extend(crate::fsutil::temp_files_of(&project.root, Some(&names)));
     for temp in temps {

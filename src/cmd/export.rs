@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{cwd, live, project};
-use crate::agents::{self, ExportAgent};
+use crate::agents::{self, Agent};
 use crate::cli::ExportArgs;
 use crate::error::{Error, Result};
 use crate::export::{self, Checked, Outcome, Removed, Target};
@@ -35,13 +35,13 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         // The file's text alone, on stdout: nothing is written, so no lock is needed.
         let session = project.load()?;
         let (repo, tree) = live(&project, detail(&session));
-        let limit = chosen.first().and_then(|a| a.agent.read_limit);
+        let limit = chosen.first().and_then(|a| a.read_limit);
         let (content, _) = export::content_within(&session, tree.as_ref(), repo.as_ref(), limit);
         let text = match chosen.first().map(|a| a.layout) {
             Some(agents::Layout::Owned { front_matter }) => {
-                export::owned_file(front_matter, &content)
+                crate::block::owned_file(front_matter, &content)
             }
-            _ => export::block::make_block(&content, "\n"),
+            _ => crate::block::make_block(&content, "\n"),
         };
         crate::term::print(&text)?;
         return Ok(0);
@@ -133,17 +133,15 @@ fn detail(session: &crate::session::Session) -> Detail {
 /// The agents in use under `root` (`export --all`): those whose context file exists, whose
 /// executable is on `PATH` (not the generic `agent`), or whose own directory (or file, such as
 /// `CRUSH.md`) is in the project.
-fn in_use(root: &Path) -> Vec<ExportAgent> {
+fn in_use(root: &Path) -> Vec<&'static Agent> {
     let exists = |p: PathBuf| p.symlink_metadata().is_ok();
-    agents::export_agents()
-        .into_iter()
+    agents::AGENTS
+        .iter()
+        .copied()
         .filter(|a| {
-            exists(root.join(a.agent.context_file))
+            exists(root.join(a.context_file))
                 || a.marks.iter().any(|m| exists(root.join(m)))
-                || a.agent
-                    .executables
-                    .iter()
-                    .any(|x| *x != "agent" && which::which(x).is_ok())
+                || a.own_executables().any(|x| which::which(x).is_ok())
         })
         .collect()
 }
@@ -207,7 +205,7 @@ fn print_report(
         .strip_prefix(root)
         .ok()
         .map(|rel| rel.to_string_lossy().replace('\\', "/"))
-        .and_then(|rel| agents::also_reads(agent).iter().find(|f| **f == rel));
+        .and_then(|rel| agent.also_reads.iter().find(|f| **f == rel));
     let hint = if report.target.at_default {
         format!(
             "{} reads {} from the project root when it starts.",

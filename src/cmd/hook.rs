@@ -1,4 +1,4 @@
-//! `pas-agent hook <shell>`: prints the shell integration script (SPEC §6), rendered from
+//! `pas-agent hook <shell>`: prints the shell integration script (docs/hooks.md), rendered from
 //! `shell/` with this binary's path and the agent table's commands.
 
 use crate::cli::HookArgs;

@@ -14,7 +14,7 @@ const MAX_SETTINGS_BYTES: u64 = 4 * 1024 * 1024;
 pub fn run(args: IntegrateArgs) -> Result<i32> {
     let integration = integrate::by_key(&args.agent)
         .ok_or_else(|| Error::Usage(format!("unknown agent `{}`", clean(&args.agent))))?;
-    let agent = integration.agent();
+    let agent = integration.agent;
     // Project level: the session's root. The user level needs no session here, but the hooks
     // only act in projects that have one.
     let root = if args.user {
@@ -44,14 +44,14 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
     };
     let edit = settings::edit(
         text.as_deref(),
-        integration,
+        &integration,
         &integrate::program(),
         args.remove,
     )
     .map_err(|problem| {
         unsafe_(format!(
             "{problem}\n  the file was left unchanged; fix it (or move it away), then run `pas-agent integrate {}{}{}` again",
-            integration.key,
+            integration.key(),
             if args.user { " --user" } else { "" },
             if args.remove { " --remove" } else { "" },
         ))
@@ -103,7 +103,7 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
             "Installed pas-agent in {}'s hooks ({events}) in {shown}: at start it gets the session as context; at the end it is recorded as a run.\n",
             agent.name
         );
-        if let Some(caveat) = integration.caveat {
+        if let Some(caveat) = integration.hooks.caveat {
             m.push_str(&format!("note: {caveat}\n"));
         }
         m
@@ -122,9 +122,9 @@ pub fn lifecycle(args: LifecycleArgs) -> i32 {
             "pas-agent lifecycle: unknown agent or event `{} {}` (this pas-agent knows {} and session-start, stop, session-end); run `pas-agent integrate` again",
             clean(&args.agent),
             clean(&args.event),
-            integrate::keys().join(", ")
+            crate::agents::hook_keys().join(", ")
         ));
         return 0;
     };
-    integrate::lifecycle::run(integration, event)
+    integrate::lifecycle::run(&integration, event)
 }

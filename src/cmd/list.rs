@@ -8,7 +8,7 @@ use super::{print_json, project};
 use crate::cli::JsonArgs;
 use crate::display::{count, second};
 use crate::error::Result;
-use crate::session::model::Checkpoint;
+use crate::model::Checkpoint;
 use crate::term::clean_line;
 
 /// One checkpoint in `list --json` and `show --json`: its 1-based number, then its fields as
@@ -28,8 +28,8 @@ pub(super) enum Summary<'a> {
         id: uuid::Uuid,
         timestamp: chrono::DateTime<chrono::Utc>,
         message: &'a str,
-        git: &'a Option<crate::session::model::GitRef>,
-        files_changed: &'a [crate::session::model::FileState],
+        git: &'a Option<crate::model::GitRef>,
+        files_changed: &'a [crate::model::FileState],
     },
 }
 

@@ -40,9 +40,7 @@ use crate::session::Project;
 use crate::session::ops::Update;
 use crate::term::{clean, clean_line};
 
-/// The server's name: agents show its tools as `mcp__pas-agent__update_session` (Claude Code,
-/// Codex) or under this name.
-pub const SERVER_NAME: &str = "pas-agent";
+pub use crate::agents::mcp::SERVER_NAME;
 /// The URI of the session resource (the Markdown block `export` writes).
 pub const SESSION_URI: &str = "pas-agent://session";
 
@@ -55,11 +53,23 @@ items done by number, add items, set the next action) so the next agent or perso
 where you stopped, and take a checkpoint at a milestone.";
 
 pub fn run(args: McpArgs) -> Result<i32> {
-    if let Some(agent) = args.config {
-        let agent = crate::agents::by_name(&agent)
-            .ok_or_else(|| Error::Usage(format!("unknown agent `{}`", clean(&agent))))?;
-        let (snippet, hint) = config_snippet(agent)?;
-        crate::term::note(&hint);
+    if let Some(name) = args.config {
+        let agent = crate::agents::by_name(&name)
+            .ok_or_else(|| Error::Usage(format!("unknown agent `{}`", clean(&name))))?;
+        let mcp = agent.mcp.ok_or_else(|| {
+            Error::Usage(format!(
+                "no MCP snippet for {}: pas-agent has them for {} (see docs/mcp.md)",
+                agent.name,
+                crate::agents::AGENTS
+                    .iter()
+                    .filter(|a| a.mcp.is_some())
+                    .map(|a| a.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let snippet = mcp.snippet(None).map_err(Error::Message)?;
+        crate::term::note(mcp.hint);
         crate::term::print(&snippet)?;
         return Ok(0);
     }
@@ -85,91 +95,26 @@ fn serve() -> Result<i32> {
     })
 }
 
-/// The agents `mcp --config` has a snippet for (ids and aliases, as `--config` accepts them).
-pub const CONFIG_AGENTS: [&str; 6] = [
-    "claude-code",
-    "claude",
-    "codex",
-    "gemini-cli",
-    "gemini",
-    "opencode",
-];
-
-/// The snippet for `agent`'s MCP settings that starts `pas-agent mcp` (found on PATH, in the
-/// directory the agent starts it in), and a line saying where it goes.
-///
-/// Errors: [`Error::Usage`] for an agent without a snippet.
-pub fn config_snippet(agent: &Agent) -> Result<(String, String)> {
-    let server = json!({"command": "pas-agent", "args": ["mcp"]});
-    let json_doc = |v: Value| crate::term::to_json(&v).map(|t| t + "\n");
-    match agent.id {
-        "claude-code" => Ok((
-            json_doc(json!({"mcpServers": {SERVER_NAME: {"type": "stdio", "command": "pas-agent", "args": ["mcp"]}}}))?,
-            "# Claude Code: save as .mcp.json at the project root (or pass it with --mcp-config), or run `claude mcp add pas-agent -- pas-agent mcp`".into(),
-        )),
-        "codex" => Ok((
-            format!("[mcp_servers.{SERVER_NAME}]\ncommand = \"pas-agent\"\nargs = [\"mcp\"]\n"),
-            "# Codex: add to ~/.codex/config.toml, or run `codex mcp add pas-agent -- pas-agent mcp`".into(),
-        )),
-        "gemini-cli" => Ok((
-            json_doc(json!({"mcpServers": {SERVER_NAME: server}}))?,
-            "# Gemini CLI: merge into .gemini/settings.json (this project) or ~/.gemini/settings.json, or run `gemini mcp add pas-agent pas-agent mcp`".into(),
-        )),
-        "opencode" => Ok((
-            json_doc(json!({
-                "$schema": "https://opencode.ai/config.json",
-                "mcp": {SERVER_NAME: {"type": "local", "command": ["pas-agent", "mcp"], "enabled": true}}
-            }))?,
-            "# OpenCode: merge into opencode.json at the project root or ~/.config/opencode/opencode.json".into(),
-        )),
-        _ => Err(Error::Usage(format!(
-            "no MCP snippet for {}: pas-agent has them for Claude Code, Codex, Gemini CLI and OpenCode (see docs/mcp.md)",
-            agent.name
-        ))),
-    }
-}
-
 /// The arguments that make `agent` use `pas-agent mcp` for one run, serving the session at
-/// `root`, started as `exe` (this binary): Claude Code's `--mcp-config=<json>` (one value; the
-/// `=` form keeps the option from taking the words after it), Codex's
-/// `-c mcp_servers.pas-agent.command=… -c mcp_servers.pas-agent.args=…`. They go before the
-/// agent's other arguments.
+/// `root`, started as `exe` (this binary), in the agent's own syntax
+/// ([`crate::agents::mcp::Mcp::run_args`]). They go before the agent's other arguments.
 ///
-/// Errors: [`Error::Usage`] for an agent without a per-run flag (or no agent), with the way to
-/// register the server in its settings instead; [`Error::Message`] when a path is not UTF-8
+/// Errors: [`Error::Usage`] for an agent without a per-run option (or no agent), with the way
+/// to register the server in its settings instead; [`Error::Message`] when a path is not UTF-8
 /// (the agents read their configuration as text).
 pub fn run_args(agent: Option<&Agent>, exe: &Path, root: &Path) -> Result<Vec<OsString>> {
-    let text = |p: &Path| {
-        p.to_str().map(str::to_string).ok_or_else(|| {
-            Error::Message(format!(
-                "{}: --mcp needs a path that is valid UTF-8, to put in the agent's configuration",
-                clean(&p.to_string_lossy())
-            ))
-        })
-    };
     let Some(agent) = agent else {
         return Err(Error::Usage(
             "--mcp needs a known agent (`pas-agent run --mcp claude`), not a plain program".into(),
         ));
     };
-    let server_args = json!(["-C", text(root)?, "mcp"]);
-    match agent.id {
-        "claude-code" => {
-            let config = json!({"mcpServers": {SERVER_NAME: {"type": "stdio", "command": text(exe)?, "args": server_args}}});
-            Ok(vec![format!("--mcp-config={config}").into()])
-        }
-        "codex" => Ok(vec![
-            "-c".into(),
-            // A JSON string is a TOML basic string: the same escapes.
-            format!("mcp_servers.{SERVER_NAME}.command={}", json!(text(exe)?)).into(),
-            "-c".into(),
-            format!("mcp_servers.{SERVER_NAME}.args={server_args}").into(),
-        ]),
-        id => {
-            let register = if CONFIG_AGENTS.contains(&id) {
+    match agent.mcp.and_then(|m| m.run_args(exe, root)) {
+        Some(args) => args.map_err(|e| Error::Message(format!("--mcp: {e}"))),
+        None => {
+            let register = if agent.mcp.is_some() {
                 format!(
                     "register the server once with `pas-agent mcp --config {}` (docs/mcp.md)",
-                    agent.aliases.first().copied().unwrap_or(id)
+                    agent.short_name()
                 )
             } else {
                 "register `pas-agent mcp` as a stdio server in its MCP settings (docs/mcp.md)"
@@ -403,7 +348,7 @@ async fn blocking(
 }
 
 /// A tool error with the CLI's message (as `pas-agent` prints it after `error: `) and its exit
-/// code (SPEC §7) in the structured content.
+/// code (docs/commands.md, "Exit codes") in the structured content.
 fn tool_error(e: &Error) -> CallToolResult {
     let message = crate::term::clean_output(&e.to_string()).into_owned();
     let mut result = CallToolResult::error(vec![ContentBlock::text(format!("error: {message}"))]);
@@ -585,14 +530,14 @@ mod tests {
     /// Every agent `--config` accepts has a snippet.
     #[test]
     fn every_config_agent_has_a_snippet() {
-        for name in CONFIG_AGENTS {
-            let agent = crate::agents::by_name(name).unwrap();
-            let (snippet, hint) = config_snippet(agent).unwrap();
+        for name in crate::agents::mcp_names() {
+            let mcp = crate::agents::by_name(name).unwrap().mcp.unwrap();
+            let snippet = mcp.snippet(None).unwrap();
             assert!(
                 snippet.contains("pas-agent") && snippet.contains("mcp"),
                 "{name}"
             );
-            assert!(hint.starts_with("# "), "{name}");
+            assert!(mcp.hint.starts_with("# "), "{name}");
         }
     }
 }

@@ -7,7 +7,7 @@ use std::process::Command;
 use crate::cli::MergeDriverArgs;
 use crate::error::{Error, Result};
 use crate::fsutil::{self, Links, Named, ReadError, WriteGuard};
-use crate::session::{merge, store, teams};
+use crate::session::{merge, teams};
 use crate::term::{clean, note};
 
 fn read(path: &Path) -> std::result::Result<Vec<u8>, String> {
@@ -156,7 +156,7 @@ pub fn resolve() -> Result<i32> {
         path: path.clone(),
         problem: format!("the two sides of the conflict cannot be merged: {why}"),
     })?;
-    let session = store::parse(&path, &merged)?;
+    let session = crate::session::codec::parse(&path, &merged)?;
     project.overwrite(&session)?;
     crate::term::print(
         "Merged both sides of .pas-agent/session.json into one session.\nNext: `git add .pas-agent/session.json`, then `git merge --continue` (or `git rebase --continue`, `git cherry-pick --continue`).\n",

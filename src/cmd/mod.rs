@@ -22,14 +22,13 @@ mod update;
 
 use std::path::PathBuf;
 
-pub use mcp::CONFIG_AGENTS as MCP_CONFIG_AGENTS;
 pub use prompt::stamp_dir;
 
 use crate::cli::Command;
 use crate::error::{Error, Result};
 use crate::git::{self, Detail, Repo, WorkTree};
+use crate::model::{GitRef, ListKind, TaskState};
 use crate::session::Project;
-use crate::session::model::{GitRef, ListKind, TaskState};
 use crate::term::{clean, clean_line};
 
 /// Runs one command; returns the exit code on success.
@@ -88,7 +87,7 @@ fn sets_up_driver(command: &Command) -> bool {
     )
 }
 
-/// Whether a command first closes the records of runs whose launcher died (SPEC §5). Commands
+/// Whether a command first closes the records of runs whose launcher died (docs/launcher.md, "Runs that were cut short"). Commands
 /// not listed (and any added later) skip it.
 fn reconciles(command: &Command) -> bool {
     matches!(

@@ -1,7 +1,7 @@
 //! `pas-agent prompt`: the prompt segment, a one-line summary of the session for a shell prompt
 //! (task, progress `3/5`, a stale mark, a live run), and the protocol the shell hooks use.
 //!
-//! It must be cheap and quiet (SPEC §6, §8): it reads `session.json` and, when the session has a
+//! It must be cheap and quiet (docs/hooks.md, "How it stays cheap"): it reads `session.json` and, when the session has a
 //! checkpoint, git's HEAD — never a git status, never the session lock. It always exits 0:
 //! outside a session it prints nothing; a session it cannot read gives a short marker.
 //!
@@ -13,7 +13,6 @@
 //! [`crate::git::layout::Layout::watched`]). A hook compares the watched files with the stamp using its shell's
 //! own `-nt` test, so a prompt where nothing changed starts no process.
 
-use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -23,8 +22,8 @@ use crate::cli::PromptArgs;
 use crate::error::{Error, Result};
 use crate::git::{self, Head};
 use crate::session::Project;
+use crate::session::project::Identity;
 use crate::session::prompt_record::{self, PromptView, RunningView};
-use crate::session::summary::Identity;
 
 /// Environment variable that turns the notice off when set to `0`.
 pub const NOTICE_ENV: &str = "PAS_AGENT_NOTICE";
@@ -41,7 +40,7 @@ pub fn run(args: PromptArgs) -> Result<i32> {
 
 /// Whether a run counts as live in the prompt: its record says `running` (the view holds only
 /// those) and its launcher is not provably gone (a killed launcher's record is closed by the
-/// next command that reconciles, SPEC §5).
+/// next command that reconciles, docs/launcher.md).
 fn is_live(run: &RunningView) -> bool {
     use crate::launch::process::{Liveness, liveness};
     liveness(run.launcher_pid, run.launcher_started.as_deref()) != Liveness::Dead
@@ -58,7 +57,7 @@ fn view(project: &Project, session_path: &Path) -> Result<PromptView> {
         return Ok(view);
     }
     // Stores the record for the next prompt.
-    let session = crate::session::summary::load_without_files(project)?;
+    let session = crate::session::read::load_without_files(project)?;
     Ok(PromptView::of(&session))
 }
 
@@ -254,16 +253,9 @@ fn valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-/// Where stamps live: `$XDG_RUNTIME_DIR/pas-agent/prompt` (per-user, emptied at logout), else
-/// `$XDG_CACHE_HOME`, `$HOME/.cache` or `%LOCALAPPDATA%` with `pas-agent/prompt` under it.
-/// Only absolute settings count.
+/// Where stamps live: `prompt` in [`crate::fsutil::cache_dir`].
 pub fn stamp_dir() -> Option<PathBuf> {
-    let abs = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
-    let base = abs(std::env::var_os("XDG_RUNTIME_DIR"))
-        .or_else(|| abs(std::env::var_os("XDG_CACHE_HOME")))
-        .or_else(|| abs(std::env::var_os("HOME")).map(|h| h.join(".cache")))
-        .or_else(|| abs(std::env::var_os("LOCALAPPDATA")))?;
-    Some(base.join("pas-agent").join("prompt"))
+    Some(crate::fsutil::cache_dir()?.join("prompt"))
 }
 
 /// Creates or updates the stamp for shell `id` with modification time `time`; `None` when it
@@ -349,8 +341,8 @@ fn process_is_gone(_pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Checkpoint, RunState};
     use crate::session::Session;
-    use crate::session::model::{Checkpoint, RunState};
 
     /// What the prompt shows of `s`, as a stored record would give it.
     fn v(s: &Session) -> PromptView {
@@ -436,7 +428,7 @@ mod tests {
             timestamp: s.updated_at,
             message: "m".into(),
             task_snapshot: s.task.clone(),
-            git: Some(crate::session::model::GitRef {
+            git: Some(crate::model::GitRef {
                 branch: Some(branch.into()),
                 commit: Some(commit.into()),
                 dirty: false,

@@ -13,9 +13,9 @@ use chrono::Utc;
 use crate::cli::PruneArgs;
 use crate::display::count;
 use crate::error::{Error, Result};
+use crate::model::RunState;
 use crate::session::Session;
 use crate::session::bound::{TOTAL_KEY, total_of};
-use crate::session::model::RunState;
 
 /// What a prune drops (or would drop).
 #[derive(Default)]

@@ -5,7 +5,7 @@ use chrono::Utc;
 use super::project;
 use crate::cli::RemoveArgs;
 use crate::error::Result;
-use crate::session::model::ListKind;
+use crate::model::ListKind;
 use crate::session::ops;
 use crate::term::clean_line;
 

@@ -26,7 +26,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     match launch_and_record(args) {
         Ok(code) => Ok(code),
         // The launcher's own failures exit 125 (126/127 for the program), so they are never
-        // confused with the agent's exit codes (SPEC §7).
+        // confused with the agent's exit codes (docs/commands.md, "Exit codes").
         Err(e @ (Error::Launch { .. } | Error::Usage(_))) => Err(e),
         Err(Error::BrokenPipe) => Ok(exit::OK),
         Err(e) => {

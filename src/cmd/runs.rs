@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::launch::process::Liveness;
 use crate::launch::reconcile;
 use crate::launch::registry::{Entry, Registry};
-use crate::session::model::{Run, RunState};
+use crate::model::{Run, RunState};
 use crate::term::{Out, clean, clean_line, style};
 use unicode_width::UnicodeWidthStr;
 
@@ -320,7 +320,7 @@ fn one(
     Ok(0)
 }
 
-/// The agent's own words of a run ([`crate::transcript`]), cleaned for the terminal.
+/// The agent's own words of a run ([`crate::agents::Agent::transcript`]), cleaned for the terminal.
 fn words(out: &mut String, r: &Run) {
     // Runs recorded by an agent's lifecycle hooks (`pas-agent integrate`) say so, and carry
     // the last message of the agent's stop event.

@@ -10,7 +10,7 @@ use crate::cli::JsonArgs;
 use crate::display::{ago, count, duration, minute};
 use crate::error::Result;
 use crate::git::Detail;
-use crate::session::model::{FileState, GitRef, RunState, Session};
+use crate::model::{FileState, GitRef, RunState, Session};
 use crate::stale::{self, Stale};
 use crate::term::{Out, clean, clean_line, style};
 
@@ -69,7 +69,7 @@ pub fn run(args: JsonArgs) -> Result<i32> {
     let loaded = if args.json {
         Loaded::Full(project.load()?)
     } else {
-        Loaded::Summary(crate::session::summary::load(&project)?)
+        Loaded::Summary(crate::session::read::load(&project)?)
     };
     let (session, checkpoint_count, run_count) = loaded.parts();
     let detail = if session.checkpoints.is_empty() {
@@ -216,7 +216,7 @@ impl Loaded {
 
 /// Leaves `what` to the process's exit instead of dropping it: freeing a repository handle, its
 /// index and a session piece by piece costs a few percent of a small repository's `status`
-/// (issue 10). Only for what owns nothing but memory and descriptors: `status` holds no lock,
+/// (docs/performance.md). Only for what owns nothing but memory and descriptors: `status` holds no lock,
 /// temporary file or unflushed buffer (it writes nothing but its output, printed before this;
 /// the fingerprint cache is saved explicitly in `Repo::status`).
 fn leak<T>(what: T) {

@@ -6,8 +6,8 @@ use super::{project, seen};
 use crate::cli::UpdateArgs;
 use crate::error::Result;
 use crate::git::Detail;
+use crate::model::TaskState;
 use crate::session::Project;
-use crate::session::model::TaskState;
 use crate::session::ops::{self, Update};
 
 pub fn run(args: UpdateArgs) -> Result<i32> {

@@ -1,5 +1,5 @@
 //! `@path` imports between context files, so that an export keeps what an agent sees single
-//! and current (issue 7 item 17): a `CLAUDE.md` holding `@AGENTS.md` shows Claude Code the
+//! and current: a `CLAUDE.md` holding `@AGENTS.md` shows Claude Code the
 //! block in `AGENTS.md` as well as its own.
 //!
 //! The rule followed is the union of Claude Code's and Gemini CLI's (both read in the installed

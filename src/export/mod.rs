@@ -1,19 +1,19 @@
-//! `export`: render the session and splice it into an agent's context file (SPEC §4).
+//! `export`: render the session and splice it into an agent's context file (docs/commands.md, `export`).
 
-pub mod block;
 pub mod imports;
 pub mod render;
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::{Agent, ExportAgent, Layout, ReadLimit};
+use crate::agents::{Agent, Layout, ReadLimit};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, Links, Named, ReadError, WriteError, WriteGuard};
 use crate::git::{Repo, WorkTree};
 use crate::session::Project;
 use crate::stale::{self, Stale};
 
-pub use block::{Outcome, Place};
+use crate::block;
+pub use crate::block::{Outcome, Place};
 
 /// Context files larger than this are not read, and an export that would make one larger is
 /// refused (16 MiB, [`crate::limits::CONTEXT_FILE`]).
@@ -79,11 +79,11 @@ impl Target {
     /// gets a block ([`Layout::Block`]), whatever the agent's layout.
     pub fn for_agent(
         project: &Project,
-        agent: &ExportAgent,
+        agent: &'static Agent,
         output: Option<&Path>,
         cwd: &Path,
     ) -> Target {
-        let mut target = Target::new(project, agent.agent, output, cwd);
+        let mut target = Target::new(project, agent, output, cwd);
         if output.is_none() {
             target.path = agent.file(&project.root);
         }
@@ -313,8 +313,7 @@ pub fn write(
     };
     let own_block = existing.as_deref().is_some_and(block::has_block);
     // Context files hard-linked to each other (CLAUDE.md and AGENTS.md) stay linked.
-    let peers: Vec<PathBuf> = crate::agents::AGENTS
-        .iter()
+    let peers: Vec<PathBuf> = crate::agents::launched()
         .map(|a| target.root.join(a.context_file))
         .chain(std::iter::once(target.path.clone()))
         .collect();
@@ -495,11 +494,6 @@ fn open(target: &Target) -> Result<(WriteGuard, Option<Vec<u8>>)> {
     Ok((guard, existing))
 }
 
-/// The whole file of an owned layout: the front matter, then the block.
-pub fn owned_file(front_matter: &str, content: &str) -> String {
-    format!("{front_matter}{}", block::make_block(content, "\n"))
-}
-
 /// Whether the text outside the block (`text[..start]` and `text[end..]`, `text` without a
 /// byte order mark) is exactly what pas-agent writes around it in an owned file: the front
 /// matter, give or take whitespace and line endings, and nothing else. Only then is the file
@@ -558,7 +552,10 @@ fn write_owned(
             (Some(_), true) => Outcome::Overwritten,
             (Some(_), false) => Outcome::Updated,
         };
-        (owned_file(front_matter, content).into_bytes(), outcome)
+        (
+            block::owned_file(front_matter, content).into_bytes(),
+            outcome,
+        )
     };
     crate::limits::CONTEXT_FILE
         .check_write(bytes.len())
@@ -729,8 +726,7 @@ pub fn remove(project: &Project, target: &Target) -> Result<Removed> {
     let mut out = bom.to_vec();
     out.extend_from_slice(before);
     out.extend_from_slice(after);
-    let peers: Vec<PathBuf> = crate::agents::AGENTS
-        .iter()
+    let peers: Vec<PathBuf> = crate::agents::launched()
         .map(|a| target.root.join(a.context_file))
         .chain(std::iter::once(target.path.clone()))
         .collect();
@@ -769,7 +765,7 @@ fn import_views(target: &Target) -> Vec<View> {
     let me = canonical(&target.path);
     let mut views: Vec<View> = Vec::new();
     let mut done = std::collections::BTreeSet::new();
-    for agent in crate::agents::AGENTS.iter().filter(|a| a.at_imports) {
+    for agent in crate::agents::launched().filter(|a| a.at_imports) {
         let file = canonical(&target.root.join(agent.context_file));
         if !done.insert(file.clone()) {
             continue;
@@ -847,7 +843,7 @@ mod tests {
             assert!(render_rs.contains(&format!("\"{heading}\\n")), "{heading}");
         }
         let s = session("Ship it");
-        let git = crate::session::model::GitRef {
+        let git = crate::model::GitRef {
             branch: Some("feature".into()),
             commit: Some("0123456789abcdef".into()),
             dirty: true,

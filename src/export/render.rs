@@ -1,6 +1,6 @@
 //! Rendering a session as the Markdown that agents read.
 //!
-//! Headings and their order are the original PAS-Agent's (`pas-agent-format.md` §3), so tools
+//! Headings and their order are the original PAS-Agent's (docs/format.md), so tools
 //! and people who know that layout find everything where they expect it. Two additions: a
 //! short paragraph telling the next agent how to record its own progress, and the latest
 //! launcher runs.
@@ -8,7 +8,7 @@
 //! Trust model: every user value is passed through [`inline`] (or [`code_span`] for paths),
 //! which keeps it on one line and backslash-escapes every character that could start Markdown
 //! structure, so a task description cannot fake a marker, a heading, a fence, a list, a rule,
-//! a link or HTML (§7 defect 8 of the original), nor an import: `@path` is an import for
+//! a link or HTML (which the original let through), nor an import: `@path` is an import for
 //! Claude Code and Gemini CLI only where the `@` follows whitespace or starts the text (Claude
 //! Code 2.1.197 scans Markdown text tokens with `/(?:^|\s)@((?:[^\s\\]|\\ )+)/g`, skipping
 //! code spans and code blocks; Gemini CLI 0.61.0 `findImports` in
@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 
 use crate::agents::ReadLimit;
 use crate::display::minute;
-use crate::session::model::{GitRef, Run, RunState, Session};
+use crate::model::{GitRef, Run, RunState, Session};
 use crate::stale::{MAX_FILES_LISTED, Stale, short};
 
 /// At most this many checkpoints are listed in the history (the original's limit).
@@ -170,7 +170,7 @@ pub fn renderings_within(session: &Session, limit: Option<ReadLimit>) -> Vec<Str
 
 /// The exact commands that keep the record current, for an agent that can run shell commands.
 /// Every command here runs as written (`tests/e2e/words.rs` runs them).
-fn keep_current(out: &mut String, task: &crate::session::model::TaskState) {
+fn keep_current(out: &mut String, task: &crate::model::TaskState) {
     out.push_str(
         "Keep this record current as you work, by running these commands in the project \
 directory (each is one shell command; replace the quoted text with your own):\n\n",
@@ -460,7 +460,7 @@ fn run_line(run: &Run) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::block::{Scan, scan};
+    use crate::block::{Scan, scan};
     use proptest::prelude::*;
 
     #[test]
@@ -508,7 +508,7 @@ mod tests {
             }
             // And a block rendered with it is still exactly one block.
             let content = format!("# T\n\n{md}\n\n- {md}\n");
-            let block = crate::export::block::make_block(&content, "\n");
+            let block = crate::block::make_block(&content, "\n");
             prop_assert!(matches!(scan(block.as_bytes()), Scan::Block { .. }), "not one block");
         }
     }
@@ -688,8 +688,8 @@ mod tests {
             // Spliced into a file, exported again: exactly one start and one end marker, and
             // the file's own text around the block stays as it was.
             let file = format!("{before}{after}");
-            let (out, _) = crate::export::block::splice(Some(file.as_bytes()), &md, false, crate::export::block::Place::End).unwrap();
-            let (again, _) = crate::export::block::splice(Some(&out), &md, false, crate::export::block::Place::End).unwrap();
+            let (out, _) = crate::block::splice(Some(file.as_bytes()), &md, false, crate::block::Place::End).unwrap();
+            let (again, _) = crate::block::splice(Some(&out), &md, false, crate::block::Place::End).unwrap();
             prop_assert_eq!(&out, &again);
             let Scan::Block { start, end } = scan(&again) else {
                 return Err(TestCaseError::fail("not one block"));

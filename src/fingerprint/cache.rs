@@ -1,9 +1,8 @@
 //! A cache of content fingerprints keyed on `lstat` data, so that `status`, `checkpoint` and
-//! `export` read only the changed files whose stat data moved since the last call (issue 10,
-//! item 1).
+//! `export` read only the changed files whose stat data moved since the last call (docs/performance.md).
 //!
 //! One file per work tree, in `$XDG_RUNTIME_DIR/pas-agent/fingerprints/` (or the cache
-//! directory [`crate::cmd::stamp_dir`] falls back to), named after a hash of the work tree's
+//! directory [`crate::fsutil::cache_dir`] falls back to), named after a hash of the work tree's
 //! path: volatile (written with [`WriteGuard::write_volatile`], lost at reboot), private to the
 //! user (mode 0700 directory), never in the work tree. It holds the fingerprints of the paths
 //! of the last call only, at most [`MAX_ENTRIES`] of them and [`MAX_CACHE_BYTES`] bytes, so it
@@ -109,7 +108,7 @@ type Span = (usize, usize);
 
 /// An entry as read: its path and fingerprints are spans of the cache file's bytes
 /// ([`Cache::data`]), so that reading the file copies none of them (a copy each cost more
-/// than the rest of the read, issue 10); the fingerprints of an entry used are copied then,
+/// than the rest of the read, docs/performance.md); the fingerprints of an entry used are copied then,
 /// and checked to be UTF-8 (an entry whose are not is not used).
 #[derive(Debug, Clone, Copy)]
 struct Stored {
@@ -153,7 +152,7 @@ static LEAVE_TO_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 
 /// Lets [`Cache::save`] leave the entries it read (at most [`MAX_ENTRIES`]) to the process's
 /// exit instead of freeing them string by string (a few percent of `status` on 1,000 files,
-/// issue 10). Only for a process that takes a status once or twice and exits: `status` calls
+/// docs/performance.md). Only for a process that takes a status once or twice and exits: `status` calls
 /// it. A long-lived one (the MCP server's checkpoints, the launcher) frees as usual, or each
 /// call would keep its entries for good.
 pub fn leave_to_exit() {
@@ -193,7 +192,7 @@ fn disabled() -> bool {
 }
 
 fn file_for(top: &Path) -> Option<PathBuf> {
-    let dir = crate::cmd::stamp_dir()?.parent()?.join("fingerprints");
+    let dir = crate::fsutil::cache_dir()?.join("fingerprints");
     let key = super::hex(top.as_os_str().as_encoded_bytes());
     // `.bin`: the binary shape; the JSON files of earlier builds (`{key}.json`) are never read.
     Some(dir.join(format!("{key}.bin")))

@@ -1,6 +1,6 @@
 //! Git through the `git` executable: the fallback for what gix cannot read. Every call runs
 //! with `--no-optional-locks` (no index refresh racing the user's own git), `LC_ALL=C`, no
-//! terminal prompts, and without inherited `GIT_DIR`-style variables (`launcher-store.md` §E5).
+//! terminal prompts, and without inherited `GIT_DIR`-style variables.
 //! Output formats: git-status(1) "Porcelain Format Version 2", git-diff(1) `--name-status -z`.
 
 use std::path::Path;
@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use super::{
     Detail, Entry, Found, GitError, GitResult, Head, RawStatus, TreeChange, path_bytes, record_path,
 };
-use crate::session::model::{CommitRef, FileStatus};
+use crate::model::{CommitRef, FileStatus};
 
 fn git(dir: &Path) -> Command {
     let mut cmd = Command::new("git");

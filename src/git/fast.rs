@@ -1,4 +1,4 @@
-//! The index → work tree half of `status`, without gix's per-path machinery (issue 10).
+//! The index → work tree half of `status`, without gix's per-path machinery (docs/performance.md).
 //!
 //! When the index's cache-tree proves that HEAD → index has nothing to report (see
 //! `cache_tree_matches` in `native.rs`), what is left of a status is: compare every index entry

@@ -2,7 +2,7 @@
 //! diffs. Reads go through gix in-process (no processes started, no `index.lock` taken); where
 //! gix cannot answer — reftable refs, a sparse index, or any gix error — the same questions go
 //! to the git CLI (`git --no-optional-locks status --porcelain=v2 -z`, …), as starship does
-//! (`launcher-store.md` §E4–E6). `PAS_AGENT_GIT=cli` or `=gix` forces one side.
+//! (its `uses_reftables()` and sparse-index checks). `PAS_AGENT_GIT=cli` or `=gix` forces one side.
 //!
 //! Paths are relative to the repository top level, `/`-separated, exactly as git's porcelain
 //! output gives them. Only files under the session root count, and its `.pas-agent/` never does.
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::fingerprint;
-use crate::session::model::{CommitRef, FileState, FileStatus, GitRef};
+use crate::model::{CommitRef, FileState, FileStatus, GitRef};
 
 /// Environment variable choosing the git backend: `cli`, `gix`, or unset for gix with the CLI
 /// as fallback.
@@ -648,7 +648,7 @@ impl Entry {
         self.untracked |= other.untracked;
     }
 
-    /// The original's classification (`pas-agent-format.md` §6): `?` untracked; `R` renamed;
+    /// The original's classification (docs/format.md, FileState): `?` untracked; `R` renamed;
     /// `C` added (a copy); `D` deleted; `A` added; anything else modified. An intent-to-add
     /// entry (`git add -N`, Y = `A`) counts as added. A file that is on disk but untracked is
     /// untracked, whatever the index says (a staged deletion of a file that is still there).

@@ -1,13 +1,14 @@
 //! Git through gix, in process. Facts about the gix 0.90 API (relative work-dir paths, collapsed
 //! untracked directories by default, unordered parallel status items, reftable and sparse-index
-//! gaps) are from `launcher-store.md` §E.
+//! gaps) were checked against gix 0.90 itself (its `crate-status.md`, GitoxideLabs/gitoxide#109
+//! and #562).
 
 use std::path::Path;
 
 use gix::bstr::ByteSlice;
 
 use super::{Detail, Found, GitError, GitResult, Head, RawStatus, TreeChange};
-use crate::session::model::{CommitRef, FileStatus};
+use crate::model::{CommitRef, FileStatus};
 
 /// An open repository, and whether some of its features need the git CLI.
 pub(crate) struct Native {

@@ -29,10 +29,11 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{Event, Integration};
+use crate::agents::Agent;
 use crate::fsutil::{Links, Named, WriteGuard};
 use crate::git::{self, Detail};
 use crate::launch::record;
-use crate::session::model::{FileState, FileStatus, Run, RunState};
+use crate::model::{FileState, FileStatus, Run, RunState};
 use crate::session::{Project, ops};
 
 /// Largest payload read from stdin (1 MiB); a longer one is cut there and then fails to parse.
@@ -83,7 +84,7 @@ pub fn run(integration: &Integration, event: Event) -> i32 {
         crate::term::warn(&format!(
             "pas-agent's {} hook for {}: {e}\n  {consequence}; the agent is not affected",
             event.word(),
-            integration.agent().name
+            integration.agent.name
         ));
     }
     0
@@ -127,7 +128,7 @@ fn handle(integration: &Integration, event: Event) -> Result<(), String> {
     if inside_run(&project) {
         return Ok(());
     }
-    let agent = integration.agent();
+    let agent = integration.agent;
     let session_id = payload
         .session_id
         .clone()
@@ -188,7 +189,7 @@ fn hooks_dir(project: &Project) -> Result<PathBuf, String> {
 
 /// The marker's file name for `session_id` of `integration`: `<key>-<session id>.json`.
 fn marker_name(integration: &Integration, session_id: &str) -> String {
-    format!("{}-{session_id}.json", integration.key)
+    format!("{}-{session_id}.json", integration.key())
 }
 
 fn marker_path(
@@ -205,10 +206,10 @@ fn is_marker_name(name: &str) -> bool {
     let Some(stem) = name.strip_suffix(".json") else {
         return false;
     };
-    super::INTEGRATIONS.iter().any(|i| {
-        stem.strip_prefix(i.key)
+    super::all().any(|i| {
+        stem.strip_prefix(i.key())
             .and_then(|rest| rest.strip_prefix('-'))
-            .is_some_and(|id| i.agent().id_shape.accepts(id))
+            .is_some_and(|id| i.agent.id_shape.accepts(id))
     })
 }
 
@@ -314,7 +315,10 @@ fn remove_old_markers(project: &Project) {
 }
 
 fn last_message(integration: &Integration, payload: &Payload) -> Option<String> {
-    let text = payload.raw.get(integration.last_message_field)?.as_str()?;
+    let text = payload
+        .raw
+        .get(integration.hooks.last_message_field)?
+        .as_str()?;
     let text = text.trim();
     (!text.is_empty()).then(|| text.chars().take(MAX_LAST_MESSAGE_CHARS).collect())
 }
@@ -335,25 +339,19 @@ fn stop(
     write_marker(project, &path, &marker)
 }
 
-/// The agent's own words (its prompts, last answer, model and tokens; [`crate::transcript`])
+/// The agent's own words (its prompts, last answer, model and tokens; [`Agent::transcript`])
 /// for a run recorded from the hooks: only the turns after `since`, the session's start (from
 /// the start marker; with none, the whole transcript, since no run of this session was
 /// recorded before: see the caller).
 fn add_words(
     run: &mut Run,
-    agent_id: &str,
+    agent: &Agent,
     session_id: &str,
     cwd: &Path,
     since: DateTime<Utc>,
     transcript_path: Option<&Path>,
 ) {
-    run.transcript = Some(crate::transcript::read(
-        agent_id,
-        session_id,
-        cwd,
-        since,
-        transcript_path,
-    ));
+    run.transcript = Some(agent.transcript(session_id, cwd, since, transcript_path));
 }
 
 /// The files that differed from HEAD before the session started, as far as the end can tell:
@@ -384,7 +382,7 @@ fn end(
     payload: &Payload,
     cwd: &Path,
 ) -> Result<(), String> {
-    let agent = integration.agent();
+    let agent = integration.agent;
     let Some(session_id) = session_id else {
         return Err(
             "the payload has no session id, so there is no session to record; nothing was recorded"
@@ -455,7 +453,7 @@ fn end(
     crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
     run.extra.insert(
         RECORDED_BY_KEY.into(),
-        Value::String(format!("{} hooks", integration.key)),
+        Value::String(format!("{} hooks", integration.key())),
     );
     let message = last_message(integration, payload)
         .or_else(|| marker.as_ref().and_then(|m| m.last_message.clone()));
@@ -469,7 +467,7 @@ fn end(
     if let Some(id) = session_id {
         add_words(
             &mut run,
-            agent.id,
+            agent,
             id,
             cwd,
             started.unwrap_or(DateTime::UNIX_EPOCH),

@@ -44,7 +44,7 @@ pub fn edit(
     remove: bool,
 ) -> Result<Edit, String> {
     let text = text.unwrap_or("");
-    match integration.format {
+    match integration.hooks.format {
         Format::Json { comments } => json(text, comments, integration, program, remove),
         Format::Toml => toml(text, integration, program, remove),
     }
@@ -102,7 +102,7 @@ fn json(
     }
     // Check every event's entry, down to each handler, before changing anything.
     let mut lists: Vec<(&'static str, Event, Option<CstArray>)> = Vec::new();
-    for &(name, event) in integration.events {
+    for &(name, event) in integration.hooks.events {
         let list = match hooks.as_ref().and_then(|h| h.get(name)) {
             None => None,
             Some(p) => Some(
@@ -169,7 +169,7 @@ fn json(
                     ("command".into(), wanted.into()),
                     (
                         "timeout".into(),
-                        CstInputValue::Number(integration.timeout.to_string()),
+                        CstInputValue::Number(integration.hooks.timeout.to_string()),
                     ),
                 ])]),
             )]));
@@ -306,7 +306,7 @@ fn toml(
             );
         }
     }
-    for &(name, _) in integration.events {
+    for &(name, _) in integration.hooks.events {
         match doc.get("hooks").and_then(|h| h.get(name)) {
             None => {}
             Some(Item::ArrayOfTables(groups)) => toml_check(groups, name)?,
@@ -320,7 +320,7 @@ fn toml(
     let mut changed = Vec::new();
     if remove {
         if let Some(Item::Table(hooks)) = doc.get_mut("hooks") {
-            for &(name, event) in integration.events {
+            for &(name, event) in integration.hooks.events {
                 let Some(Item::ArrayOfTables(groups)) = hooks.get_mut(name) else {
                     continue;
                 };
@@ -336,7 +336,7 @@ fn toml(
             }
         }
     } else {
-        for &(name, event) in integration.events {
+        for &(name, event) in integration.hooks.events {
             let wanted = command(program, integration, event);
             let hooks = doc
                 .entry("hooks")
@@ -359,7 +359,8 @@ fn toml(
                     let mut handler = Table::new();
                     handler["type"] = value("command");
                     handler["command"] = value(wanted);
-                    handler["timeout"] = value(i64::try_from(integration.timeout).unwrap_or(60));
+                    handler["timeout"] =
+                        value(i64::try_from(integration.hooks.timeout).unwrap_or(60));
                     let mut handlers = ArrayOfTables::new();
                     handlers.push(handler);
                     let mut group = Table::new();
@@ -530,14 +531,14 @@ mod tests {
     const PROGRAM: &str = "/opt/bin/pas-agent";
 
     fn install(text: Option<&str>, key: &str) -> String {
-        edit(text, by_key(key).unwrap(), PROGRAM, false)
+        edit(text, &by_key(key).unwrap(), PROGRAM, false)
             .unwrap()
             .text
             .unwrap()
     }
 
     fn remove(text: &str, key: &str) -> Option<String> {
-        edit(Some(text), by_key(key).unwrap(), PROGRAM, true)
+        edit(Some(text), &by_key(key).unwrap(), PROGRAM, true)
             .unwrap()
             .text
     }
@@ -560,7 +561,7 @@ mod tests {
         assert_eq!(keys, ["model", "hooks", "z"]);
         // Idempotent.
         assert_eq!(
-            edit(Some(&installed), by_key("claude").unwrap(), PROGRAM, false)
+            edit(Some(&installed), &by_key("claude").unwrap(), PROGRAM, false)
                 .unwrap()
                 .text,
             None
@@ -585,7 +586,7 @@ mod tests {
         assert!(
             edit(
                 Some(with_comments),
-                by_key("claude").unwrap(),
+                &by_key("claude").unwrap(),
                 PROGRAM,
                 false
             )
@@ -602,9 +603,9 @@ mod tests {
             "{\"hooks\": {\"Stop\": {}}}",
             "{\"a\":1,}",
         ] {
-            let e = edit(Some(bad), by_key("claude").unwrap(), PROGRAM, false);
+            let e = edit(Some(bad), &by_key("claude").unwrap(), PROGRAM, false);
             assert!(e.is_err(), "{bad}");
-            let e = edit(Some(bad), by_key("claude").unwrap(), PROGRAM, true);
+            let e = edit(Some(bad), &by_key("claude").unwrap(), PROGRAM, true);
             assert!(e.is_err(), "{bad}");
         }
     }
@@ -614,7 +615,7 @@ mod tests {
         let installed = install(None, "claude");
         let moved = edit(
             Some(&installed),
-            by_key("claude").unwrap(),
+            &by_key("claude").unwrap(),
             "pas-agent",
             false,
         )
@@ -640,7 +641,7 @@ mod tests {
         );
         assert!(installed.starts_with("# my codex config\nmodel = \"o3\"  # fast\n"));
         assert_eq!(
-            edit(Some(&installed), by_key("codex").unwrap(), PROGRAM, false)
+            edit(Some(&installed), &by_key("codex").unwrap(), PROGRAM, false)
                 .unwrap()
                 .text,
             None
@@ -659,7 +660,7 @@ mod tests {
             "[hooks]\nStop = 1\n",
         ] {
             assert!(
-                edit(Some(bad), by_key("codex").unwrap(), PROGRAM, false).is_err(),
+                edit(Some(bad), &by_key("codex").unwrap(), PROGRAM, false).is_err(),
                 "{bad}"
             );
         }
@@ -675,14 +676,14 @@ mod tests {
             "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"command\": \"a\", \"command\": \"pas-agent lifecycle claude stop\"}]}]}}".to_string(),
         ] {
             for remove in [false, true] {
-                let e = edit(Some(&bad), by_key("claude").unwrap(), PROGRAM, remove)
+                let e = edit(Some(&bad), &by_key("claude").unwrap(), PROGRAM, remove)
                     .expect_err(&bad);
                 assert!(e.contains("more than once"), "{bad}: {e}");
             }
         }
         // A key twice elsewhere is not pas-agent's to judge.
         let elsewhere = "{\"ui\": {\"a\": 1, \"a\": 2}}\n";
-        assert!(edit(Some(elsewhere), by_key("gemini").unwrap(), PROGRAM, false).is_ok());
+        assert!(edit(Some(elsewhere), &by_key("gemini").unwrap(), PROGRAM, false).is_ok());
     }
 
     #[test]
@@ -697,7 +698,7 @@ mod tests {
         ] {
             for remove in [false, true] {
                 assert!(
-                    edit(Some(bad), by_key("claude").unwrap(), PROGRAM, remove).is_err(),
+                    edit(Some(bad), &by_key("claude").unwrap(), PROGRAM, remove).is_err(),
                     "{bad}"
                 );
             }
@@ -717,7 +718,7 @@ mod tests {
     #[test]
     fn toml_understands_handlers_as_an_inline_list_and_refuses_other_shapes() {
         let inline = "[[hooks.Stop]]\nhooks = [{ type = \"command\", command = \"notify-send done\" }, { type = \"command\", command = \"pas-agent lifecycle codex stop\" }]\n";
-        let codex = by_key("codex").unwrap();
+        let codex = &by_key("codex").unwrap();
         // Installing finds ours there: no second Stop handler.
         let installed = install(Some(inline), "codex");
         let v: toml_edit::DocumentMut = installed.parse().unwrap();

@@ -1166,7 +1166,7 @@ mod tests {
         assert_eq!(ScreenText::render(b"a\r\nb", 0, 0), "a\nb\n");
     }
 
-    /// `xéC─😀y` written in two pieces, cut after the first byte of `é` (issue 8 item 4).
+    /// `xéC─😀y` written in two pieces, cut after the first byte of `é`.
     #[test]
     fn a_character_split_between_reads_keeps_the_next_one() {
         let line = "xéC─😀y\r\n".as_bytes();

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::fingerprint::Fingerprints;
 use crate::git::TreeChange;
-use crate::session::model::{FileState, FileStatus};
+use crate::model::{FileState, FileStatus};
 
 /// Computes a run's changed files.
 ///

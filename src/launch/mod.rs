@@ -1,5 +1,5 @@
 //! `pas-agent run`: checkpoint and export before the agent starts, run it, record what it did
-//! after it exits (SPEC §5). The launcher stays the agent's parent (it never `exec`s), since
+//! after it exits (docs/launcher.md). The launcher stays the agent's parent (it never `exec`s), since
 //! only a parent can write the after-record.
 
 pub mod capture;
@@ -62,7 +62,7 @@ pub fn resolve(name: &str, cwd: &Path) -> Result<Program, Error> {
         let agent = path
             .file_name()
             .and_then(|n| n.to_str())
-            .and_then(|n| agents::AGENTS.iter().find(|a| a.executables.contains(&n)));
+            .and_then(agents::by_executable);
         if !path.exists() {
             return Err(Error::Launch {
                 message: format!("{}: no such file", path.display()),

@@ -179,12 +179,17 @@ pub fn pending(root: &Path, run_id: &Uuid) -> Option<Pending> {
             .entries()
             .ok()?
             .into_iter()
-            .find(|e| e.run_id == *run_id)?
-            .outcome()
+            .find(|e| e.run_id == *run_id)
+            .and_then(|e| of_entry(&e))
     };
     in_project()
         .or_else(in_registry)
         .filter(|p| p.run_id == *run_id)
+}
+
+/// The pending outcome a registry entry keeps for its project, if it holds a readable one.
+pub fn of_entry(entry: &super::registry::Entry) -> Option<Pending> {
+    serde_json::from_value(entry.outcome()?.clone()).ok()
 }
 
 /// Removes what this module left for a run (reserve, pending outcome), and the run's

@@ -22,7 +22,7 @@ pub struct Exit {
 }
 
 impl Exit {
-    /// The code the launcher exits with: the agent's own, or 128 + the signal (SPEC §7).
+    /// The code the launcher exits with: the agent's own, or 128 + the signal (docs/commands.md, "Exit codes").
     pub fn launcher_code(&self) -> i32 {
         match (self.code, self.signal) {
             (Some(c), _) => c,
@@ -90,7 +90,7 @@ fn interpreter(program: &Path) -> Option<String> {
 /// its environment. `watch` is the launcher's event stream, installed before the run record
 /// was written.
 ///
-/// Signals ([`super::signals::TABLE`], `launcher-store.md` §B2 rule 1): the agent shares the
+/// Signals ([`super::signals::TABLE`], as uv does): the agent shares the
 /// terminal's foreground process group, so what the kernel raises there (Ctrl-C, Ctrl-\\, a
 /// hang-up) has already reached it and is not sent again; a signal that a process sent to the
 /// launcher alone (`kill`: SIGTERM, SIGUSR1, a realtime signal, …) is forwarded to the agent.

@@ -6,7 +6,7 @@
 //! - Linux: `linux:<boot id>:<start time in clock ticks since boot>@<host>`, from
 //!   `/proc/sys/kernel/random/boot_id` and field 22 of `/proc/<pid>/stat`. That field is fixed
 //!   for the life of a process, unlike wall-clock start times, which drift by a second under
-//!   NTP (`launcher-store.md` §C2, citing sysinfo#680 and r-lib/ps#206); the boot id makes a
+//!   NTP (GuillaumeGomez/sysinfo#680, r-lib/ps#206); the boot id makes a
 //!   record from before a reboot never match.
 //! - Elsewhere: `start:<seconds since the epoch>@<host>`, from sysinfo, compared with a
 //!   two-second tolerance (the same section: never compare those seconds exactly).
@@ -16,7 +16,7 @@
 use sysinfo::{Pid, ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System};
 
 /// Whether a recorded process still runs. Only [`Liveness::Dead`] is proof; a record is never
-/// closed on [`Liveness::Unknown`] (`launcher-store.md` §B4: "fail closed").
+/// closed on [`Liveness::Unknown`] ("fail closed").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Liveness {
     /// The same process (pid and start token) is running.

@@ -2,7 +2,8 @@
 //! terminals: the agent gets a real terminal of the user's size, the user's keys and the
 //! agent's output pass through unchanged, and the output is also captured.
 //!
-//! Lifecycle (`launcher-store.md` §A2, the order that avoids the known hangs):
+//! Lifecycle (the order that avoids the known hangs: python/cpython#121606 for the slave
+//! descriptor, wezterm/wezterm#7898 for the writer, uim/uim#300 for the drain):
 //! 1. signal handlers first, so no signal is lost between reading the size and the loop;
 //! 2. `openpty` (portable-pty) at the user's window size; spawn the resolved absolute path with
 //!    an explicit cwd through `std::process::Command`, as the leader of a new session whose

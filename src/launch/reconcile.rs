@@ -1,4 +1,4 @@
-//! Closing the records of launchers that died (SPEC §5, `launcher-store.md` §B4).
+//! Closing the records of launchers that died (docs/launcher.md, "Runs that were cut short").
 //!
 //! A run is written as `running` before the agent starts. If its launcher is then killed
 //! (SIGKILL, a crash, a power cut) nobody writes the after-record; the next pas-agent command
@@ -19,8 +19,8 @@ use super::record::{self, GitOutcome};
 use super::registry::Registry;
 use crate::error::{Error, Result};
 use crate::git;
+use crate::model::{Run, RunState};
 use crate::session::Project;
-use crate::session::model::{Run, RunState};
 
 /// A run this module closed.
 #[derive(Debug, Clone)]
@@ -227,7 +227,7 @@ pub fn registry(reg: &Registry) -> Result<Vec<super::registry::Entry>> {
             gone.push(e.run_id);
             // An entry holding an outcome stays until its project has recorded it (the
             // project's reconcile removes it), unless the project is gone.
-            if e.outcome().is_none() || !Project::at(&e.project).has_session() {
+            if super::outcome::of_entry(e).is_none() || !Project::at(&e.project).has_session() {
                 dead.push(e.run_id);
             }
             projects.insert(e.project.clone());

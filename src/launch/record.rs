@@ -1,6 +1,6 @@
 //! The run record: written as `running` before the agent starts (with the launcher's pid,
 //! start token and a nonce, and the changed files at that moment), and completed after it
-//! exits with what happened (SPEC §5).
+//! exits with what happened (docs/launcher.md).
 
 use std::path::Path;
 use std::time::Instant;
@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::export::{self, Target};
 use crate::fingerprint;
 use crate::git::{self, Detail, Repo, WorkTree};
-use crate::session::model::{CommitRef, FileState, FileStatus, Run, RunState, Session};
+use crate::model::{CommitRef, FileState, FileStatus, Run, RunState, Session};
 use crate::session::{Project, ops};
 
 /// At most this many commits are recorded for one run.
@@ -343,7 +343,7 @@ pub struct Words {
     /// Whether the agent's store is read at all (a known agent pas-agent reads).
     pub readable: bool,
     /// The transcript of each candidate session id.
-    pub by_session: Vec<(String, crate::transcript::Transcript)>,
+    pub by_session: Vec<(String, crate::model::Transcript)>,
     /// Why no transcript was read, when the reading did not finish in time.
     pub failed: Option<String>,
 }
@@ -351,15 +351,15 @@ pub struct Words {
 impl Words {
     /// What the run record keeps for the session id it settled on: that session's transcript,
     /// or why there is none; `None` for agents whose store pas-agent does not read.
-    pub fn for_session(&self, id: Option<&str>) -> Option<crate::transcript::Transcript> {
+    pub fn for_session(&self, id: Option<&str>) -> Option<crate::model::Transcript> {
         if !self.readable {
             return None;
         }
         if let Some(why) = &self.failed {
-            return Some(crate::transcript::Transcript::missing(why.clone()));
+            return Some(crate::model::Transcript::missing(why.clone()));
         }
         let Some(id) = id else {
-            return Some(crate::transcript::Transcript::missing(
+            return Some(crate::model::Transcript::missing(
                 "the agent's session id is not known, so its transcript could not be read",
             ));
         };
@@ -369,7 +369,7 @@ impl Words {
                 .find(|(s, _)| s == id)
                 .map(|(_, t)| t.clone())
                 .unwrap_or_else(|| {
-                    crate::transcript::Transcript::missing(format!(
+                    crate::model::Transcript::missing(format!(
                         "the transcript of session {id} was not read"
                     ))
                 }),
@@ -386,7 +386,7 @@ pub fn words(
     cwd: &Path,
     since: chrono::DateTime<Utc>,
 ) -> Words {
-    let Some(agent) = agent.filter(|a| crate::transcript::supported(a.id)) else {
+    let Some(agent) = agent.filter(|a| a.store.is_some()) else {
         return Words::default();
     };
     let ids: Vec<String> = found
@@ -397,14 +397,13 @@ pub fn words(
         .collect();
     let cwd = cwd.to_path_buf();
     let (tx, rx) = std::sync::mpsc::channel();
-    let id = agent.id;
     let spawned = std::thread::Builder::new()
         .name("transcript".into())
         .spawn(move || {
-            let all: Vec<(String, crate::transcript::Transcript)> = ids
+            let all: Vec<(String, crate::model::Transcript)> = ids
                 .into_iter()
                 .map(|s| {
-                    let t = crate::transcript::read(id, &s, &cwd, since, None);
+                    let t = agent.transcript(&s, &cwd, since, None);
                     (s, t)
                 })
                 .collect();

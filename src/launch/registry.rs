@@ -14,7 +14,7 @@
 //! Shape (`schema_version` 1; unknown fields are kept):
 //! `{"schema_version": 1, "runs": [{"run_id", "project", "session_id", "agent", "argv", "cwd",
 //! "started_at", "launcher_pid", "launcher_started", "nonce"}]}` — `project` is the session
-//! root, `session_id` the pas-agent session's id, the rest as in the run record (SPEC §5).
+//! root, `session_id` the pas-agent session's id, the rest as in the run record (docs/launcher.md).
 //!
 //! Adding and removing a run's entry is atomic but not `fsync`ed
 //! ([`crate::fsutil::WriteGuard::write_volatile`]): a power cut can lose the last change, and
@@ -38,8 +38,8 @@ use uuid::Uuid;
 use super::process::{self, Liveness};
 use crate::error::{Error, Result};
 use crate::fsutil::{Links, Named, WriteError, WriteGuard};
+use crate::model::{Extra, Run};
 use crate::session::lock;
-use crate::session::model::{Extra, Run};
 
 /// Environment variable naming the registry directory.
 pub const STATE_DIR_ENV: &str = "PAS_AGENT_STATE_DIR";
@@ -104,11 +104,10 @@ impl Entry {
         }
     }
 
-    /// The outcome kept here for its project, if any.
-    pub fn outcome(&self) -> Option<super::outcome::Pending> {
-        self.extra
-            .get(OUTCOME_FIELD)
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
+    /// The outcome kept here for its project, if any, as stored (read by
+    /// [`super::outcome::pending`]).
+    pub fn outcome(&self) -> Option<&serde_json::Value> {
+        self.extra.get(OUTCOME_FIELD)
     }
 
     /// Whether its launcher still runs.

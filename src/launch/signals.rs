@@ -2,7 +2,7 @@
 //! what the launcher does with every signal it can catch ([`TABLE`]).
 //!
 //! signal-hook turns signals into values on a thread (never logic in async-signal context,
-//! `launcher-store.md` §B2 rule 3), with their origin: a keyboard signal comes from the kernel
+//! as signal-hook and tokio do), with their origin: a keyboard signal comes from the kernel
 //! (the terminal driver), a `kill` from a process. A waiter thread adds the agent's exit. The
 //! handlers are installed before the run record is written and stay installed until the
 //! launcher exits, so no catchable signal can kill the launcher with the user's terminal in
@@ -92,7 +92,7 @@ const END: Action = Action::Forward { ends: true };
 /// the launcher does with it. Why:
 /// - HUP, INT, QUIT, TERM ask the program to end; USR1, USR2, ALRM, URG, VTALRM, PROF, IO,
 ///   PWR and STKFLT are messages for it: all are the agent's to handle, as they would be
-///   without pas-agent (uv and dotenv-cli forward the same set, `launcher-store.md` §B1).
+///   without pas-agent (uv's `crates/uv/src/child.rs` and dotenv-cli forward the same set).
 /// - PIPE, XFSZ, XCPU from the kernel are about the launcher's own writes and limits.
 /// - CHLD is the launcher's own (the waiter reaps the agent); WINCH resizes the pty.
 /// - TSTP in a pseudo-terminal suspends the run cleanly; TTIN and TTOU keep their default

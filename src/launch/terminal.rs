@@ -3,7 +3,7 @@
 //!
 //! Raw mode (`cfmakeraw`, through rustix) makes every key a byte for the agent's pty, so
 //! Ctrl-C, Ctrl-Z and Ctrl-\ reach the agent through its own line discipline instead of
-//! signalling the launcher, and input is not echoed twice (`launcher-store.md` §A3). The saved
+//! signalling the launcher, and input is not echoed twice (microsoft/node-pty#78). The saved
 //! settings are restored by the guard's `Drop` (normal return, error return, unwinding) and by
 //! a panic hook (a panic on any thread); every catchable signal is forwarded or handled
 //! ([`super::signals::TABLE`]), so the main loop returns and drops the guard; a fault in the

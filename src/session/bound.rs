@@ -1,5 +1,5 @@
 //! Bounded file lists: what a checkpoint or a run records about changed files stays small
-//! however many files changed (issue 9, "bounded growth").
+//! however many files changed (docs/teams.md, "Bounded growth").
 //!
 //! Two rules, applied in this order, both deterministic (the same list always gives the same
 //! result, and bounding a bounded list changes nothing), so that a live list bounded the same
@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use super::model::{Extra, FileState, FileStatus};
+use crate::model::{Extra, FileState, FileStatus};
 
 /// Fewest untracked files under one directory that collapse into one entry.
 pub const COLLAPSE_AT: u64 = 16;

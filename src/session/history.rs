@@ -20,10 +20,10 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::bound::{TOTAL_KEY, total_of};
-use super::model::{FileState, Session, TaskState};
-use super::store::Project;
+use super::project::Project;
 use crate::error::{Error, Result};
 use crate::fsutil::{self, Links, Named, WriteGuard};
+use crate::model::{FileState, Session, TaskState};
 
 /// Name of the history file inside `.pas-agent/`.
 pub const HISTORY_FILE: &str = "history.jsonl";
@@ -44,7 +44,7 @@ struct Line {
     task_snapshot: Option<TaskState>,
 }
 
-fn movable(cp: &super::model::Checkpoint) -> bool {
+fn movable(cp: &crate::model::Checkpoint) -> bool {
     !cp.files_changed.is_empty() || cp.task_snapshot != TaskState::default()
 }
 

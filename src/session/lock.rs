@@ -1,6 +1,6 @@
 //! The session lock: an exclusive OS lock (fs4: `flock` on Unix, `LockFileEx` on Windows) on
 //! `.pas-agent/session.lock`, a file that is never renamed, so every writer locks the same
-//! inode (`launcher-store.md` §D2). The lock belongs to the open handle: process exit or a
+//! inode (as coreos/bootupd#1149, "use stable inode for write lock", explains). The lock belongs to the open handle: process exit or a
 //! crash releases it, and the empty file left behind is harmless.
 //!
 //! The lock file is opened through [`WriteGuard::open_lock`]: never through a symbolic link,
@@ -80,10 +80,7 @@ pub fn acquire_within(state_dir: &Path, limit: Duration) -> Result<LockGuard> {
     if lock.held {
         fsutil::remove_stale_temps(&real);
         // Exports of the agents' context files at the root also run under this lock.
-        let names: Vec<&str> = crate::agents::AGENTS
-            .iter()
-            .map(|a| a.context_file)
-            .collect();
+        let names: Vec<&str> = crate::agents::launched().map(|a| a.context_file).collect();
         fsutil::remove_stale_temps_of(guard.root(), Some(&names));
     }
     Ok(lock)

@@ -26,7 +26,7 @@ use std::cmp::Ordering;
 
 use serde_json::{Map, Value};
 
-use super::model::Session;
+use crate::model::Session;
 
 /// The six lists of a task.
 const LISTS: [&str; 6] = [
@@ -53,7 +53,7 @@ pub fn merge_files(base: &[u8], ours: &[u8], theirs: &[u8]) -> Result<Vec<u8>, S
     let read = |name: &str, bytes: &[u8]| -> Result<Value, String> {
         // Through the store's parser: the same checks as every load (version, exactness).
         let path = std::path::Path::new(name);
-        super::store::parse(path, bytes).map_err(|e| e.to_string())?;
+        super::codec::parse(path, bytes).map_err(|e| e.to_string())?;
         serde_json::from_slice(bytes).map_err(|e| format!("{name}: {e}"))
     };
     let o = read("ours", ours)?;
@@ -66,7 +66,7 @@ pub fn merge_files(base: &[u8], ours: &[u8], theirs: &[u8]) -> Result<Vec<u8>, S
     let merged = merge(b.as_ref(), &o, &t);
     let session: Session = serde_json::from_value(merged)
         .map_err(|e| format!("the merged session is not valid: {e}"))?;
-    let mut bytes = super::store::to_json(&session).map_err(|e| e.to_string())?;
+    let mut bytes = super::codec::to_json(&session).map_err(|e| e.to_string())?;
     bytes.push(b'\n');
     crate::limits::SESSION
         .check_write(bytes.len())
@@ -366,14 +366,10 @@ pub fn split_conflict(text: &str) -> Option<(String, String, String)> {
     Some((if has_base { b } else { String::new() }, o, t))
 }
 
-/// Whether `text` holds a git conflict (see [`split_conflict`]).
-pub fn is_conflicted(text: &str) -> bool {
-    text.contains("\n<<<<<<<") || text.starts_with("<<<<<<<")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::codec::is_conflicted;
     use serde_json::json;
 
     fn s(updated: &str, task: Value, cps: Value) -> Value {

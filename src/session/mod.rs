@@ -1,6 +1,6 @@
 //! The session: its data model, the store on disk, the lock, and the changes commands make.
 //!
-//! # How a session is stored and read (issues 9 and 10, designed together)
+//! # How a session is stored and read
 //!
 //! `.pas-agent/session.json` stays the one portable record, schema version 1, loadable by
 //! the original PAS-Agent 0.2.x and pas-agent 0.3.0 (every field they know, in their order,
@@ -39,16 +39,18 @@
 //! with a driver.
 
 pub mod bound;
+pub mod codec;
 pub mod exact;
 pub mod history;
 pub mod lock;
 pub mod merge;
-pub mod model;
 pub mod ops;
+pub mod project;
 pub mod prompt_record;
+pub mod read;
 pub mod store;
 pub mod summary;
 pub mod teams;
 
-pub use model::Session;
+pub use crate::model::Session;
 pub use store::Project;

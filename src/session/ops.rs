@@ -1,14 +1,14 @@
 //! Changes to a session, as pure functions over the model (no I/O): creating one, updating
-//! the task, removing items, taking a checkpoint. Behaviour follows `pas-agent-format.md` §1.
+//! the task, removing items, taking a checkpoint. Behaviour follows the original PAS-Agent's (docs/commands.md).
 
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::model::{Checkpoint, GitRef, ListKind, SCHEMA_VERSION, Session, TaskState};
 use crate::error::{Error, Result};
 use crate::git::WorkTree;
+use crate::model::{Checkpoint, GitRef, ListKind, SCHEMA_VERSION, Session, TaskState};
 
 /// A new session.
 pub fn new_session(project_name: String, description: String, now: DateTime<Utc>) -> Session {

@@ -1,6 +1,6 @@
 //! The prompt record: the few values the prompt segment and the notice show, kept beside the
 //! [`summary`](super::summary) so that `pas-agent prompt` reads a few hundred bytes of flat JSON
-//! instead of deserialising a session (issue 10, item 3: a prompt that costs nothing).
+//! instead of deserialising a session (a prompt that costs nothing: docs/performance.md).
 //!
 //! It is written with every summary, from the same session, and stamped with the same `stat`
 //! identity of `session.json` ([`Identity`]); the prompt uses it only when that identity is
@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{RunState, Session};
-use super::summary::Identity;
+use super::project::{Identity, cache_file};
 use crate::fsutil::{self, Links, Named, WriteGuard};
+use crate::model::{RunState, Session};
 use crate::term::clean_line;
 
 /// Largest prompt record written or read (64 KiB).
@@ -47,7 +47,7 @@ pub struct PromptView {
 /// What the stale mark needs of the latest checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointView {
-    /// Whether the task changed since the checkpoint ([`crate::stale::task_changes`]).
+    /// Whether the task changed since the checkpoint ([`crate::model::TaskState::changes`]).
     pub task_changed: bool,
     /// The checkpoint's git state: `Some((branch, commit))` when it recorded one.
     pub git: Option<(Option<String>, Option<String>)>,
@@ -75,7 +75,7 @@ impl PromptView {
             total: task.completed.len() + task.remaining.len(),
             next: task.next().map(clean_line),
             checkpoint: session.checkpoints.last().map(|cp| CheckpointView {
-                task_changed: !crate::stale::task_changes(&cp.task_snapshot, task).is_empty(),
+                task_changed: !cp.task_snapshot.changes(task).is_empty(),
                 git: cp
                     .git
                     .as_ref()
@@ -104,7 +104,7 @@ struct Record {
 
 /// Where the prompt record of the session at `session_path` goes.
 fn path_for(session_path: &Path) -> Option<PathBuf> {
-    super::summary::cache_file(session_path, "prompt.json")
+    cache_file(session_path, "prompt.json")
 }
 
 /// Writes the prompt record of `session`, read from or saved as the file of identity

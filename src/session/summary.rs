@@ -1,6 +1,6 @@
 //! The session summary: a small copy of what the prompt and `status` show, kept beside the
 //! user's other pas-agent caches, so that their cost does not grow with the session's history
-//! (issue 10, item 2; the design is in `super` (mod.rs)).
+//! (the design is in `super` (mod.rs)).
 //!
 //! A summary is the session with its checkpoints cut to the latest one and its runs cut to
 //! those still running plus the latest other one, with the full counts, and the `stat`
@@ -9,59 +9,20 @@
 //! to load the whole file; a reader uses it only when `session.json`'s identity is the one
 //! recorded, so a file changed by anything else (git checkout, merge, an older pas-agent, a
 //! hand edit) is read in full. It lives in `$XDG_RUNTIME_DIR/pas-agent/summary/` (or the cache
-//! directory `stamp_dir` falls back to), named after a hash of the session file's path: never
+//! directory [`crate::fsutil::cache_dir`] falls back to), named after a hash of the session file's path: never
 //! in the work tree, so it is never committed.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{RunState, Session};
-use super::store::Project;
+use super::project::{Identity, Project, cache_file};
 use crate::fsutil::{self, Links, Named, WriteGuard};
+use crate::model::{RunState, Session};
 
 /// Largest summary read or written (1 MiB); a session whose summary would be larger is
 /// always read in full.
 pub const MAX_SUMMARY_BYTES: u64 = 1024 * 1024;
-
-/// The `stat` identity of a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Identity {
-    /// Size in bytes.
-    pub len: u64,
-    /// Modification time, nanoseconds since the Unix epoch.
-    pub mtime_ns: u128,
-    /// Inode number (0 where there is none).
-    pub ino: u64,
-    /// Device number (0 where there is none).
-    pub dev: u64,
-}
-
-impl Identity {
-    /// The identity of `path` (following links), or `None` when it cannot be read.
-    pub fn of(path: &Path) -> Option<Identity> {
-        let meta = std::fs::metadata(path).ok()?;
-        let mtime_ns = meta
-            .modified()
-            .ok()?
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()?
-            .as_nanos();
-        #[cfg(unix)]
-        let (ino, dev) = {
-            use std::os::unix::fs::MetadataExt;
-            (meta.ino(), meta.dev())
-        };
-        #[cfg(not(unix))]
-        let (ino, dev) = (0, 0);
-        Some(Identity {
-            len: meta.len(),
-            mtime_ns,
-            ino,
-            dev,
-        })
-    }
-}
 
 /// What the prompt and `status` need of a session.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -78,9 +39,9 @@ pub struct Summary {
     /// `session` when no file has fields this build does not know nor a status it does not
     /// know: one JSON string and a scan of it cost a tenth of what JSON objects (or arrays with
     /// an untagged status) cost to parse, which was most of what reading the summary cost
-    /// (`status` on 1,000 files, issue 10). [`fresh`] puts them back.
+    /// (`status` on 1,000 files, docs/performance.md). [`fresh`] puts them back.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    files: String,
+    pub(super) files: String,
 }
 
 /// The row encoding of a checkpoint's files in a stored [`Summary`]: per file, one status
@@ -92,7 +53,7 @@ pub struct Summary {
 mod rows {
     use std::fmt::Write as _;
 
-    use crate::session::model::{FileState, FileStatus};
+    use crate::model::{FileState, FileStatus};
 
     /// The rows of `files`, or `None` when one cannot be a row (a status this build does not
     /// know, or fields it does not know: such files stay objects in the summary's session).
@@ -236,15 +197,6 @@ fn path_for(session_path: &Path) -> Option<PathBuf> {
     cache_file(session_path, "3.json")
 }
 
-/// `<summary directory>/<hash of session_path>.<suffix>`: where the caches kept for the
-/// session at `session_path` go (this summary, [`super::prompt_record`]). `None` when no
-/// cache directory is known ([`crate::cmd::stamp_dir`]).
-pub(super) fn cache_file(session_path: &Path, suffix: &str) -> Option<PathBuf> {
-    let dir = crate::cmd::stamp_dir()?.parent()?.join("summary");
-    let key = crate::fingerprint::hex(session_path.as_os_str().as_encoded_bytes());
-    Some(dir.join(format!("{key}.{suffix}")))
-}
-
 /// Writes the summary of `session`, just saved as `project`'s session file. Best effort: a
 /// summary that cannot be written only means the next reader loads the whole file.
 pub fn store(project: &Project, session: &Session) {
@@ -254,7 +206,7 @@ pub fn store(project: &Project, session: &Session) {
     }
 }
 
-fn write(session_path: &Path, summary: &Summary) -> Option<()> {
+pub(super) fn write(session_path: &Path, summary: &Summary) -> Option<()> {
     let path = path_for(session_path)?;
     let dir = path.parent()?;
     let mut builder = std::fs::DirBuilder::new();
@@ -327,88 +279,14 @@ fn parse(session_path: &Path, now: Identity) -> Option<Summary> {
 
 /// The stored summary file of the session at `session_path`, as bytes (at most
 /// [`MAX_SUMMARY_BYTES`]); `None` when there is none or it cannot be read.
-fn stored_bytes(session_path: &Path) -> Option<Vec<u8>> {
+pub(super) fn stored_bytes(session_path: &Path) -> Option<Vec<u8>> {
     fsutil::read_limited(&path_for(session_path)?, MAX_SUMMARY_BYTES).ok()?
-}
-
-/// A stored summary read without its file rows: serde skips them unbuilt. Parsing the rows
-/// was most of what reading the summary cost (286,000 of 372,000 instructions for the
-/// 121-file checkpoint of bench/prompt.sh).
-#[derive(Deserialize)]
-struct WithoutFiles {
-    source: Identity,
-    session: Session,
-}
-
-/// The session as the prompt needs it: the summary's session, whose latest checkpoint has no
-/// `files_changed` when the stored summary matches the file (the prompt shows no file),
-/// else as [`load`] gives it (and the summary is stored for the next reader). Either way the
-/// [`super::prompt_record`] of that session is stored too.
-///
-/// Errors: those of [`Project::load`].
-pub fn load_without_files(project: &Project) -> crate::error::Result<Session> {
-    let session_path = project.session_path();
-    let stored = || {
-        let now = Identity::of(&session_path)?;
-        let summary: WithoutFiles = serde_json::from_slice(&stored_bytes(&session_path)?).ok()?;
-        let session = (summary.source == now).then_some(summary.session)?;
-        // The prompt comes here when its record was missing or stale: the record of this
-        // summary, for the next prompt (a rebuild below writes one with the summary).
-        super::prompt_record::store(&session_path, &session, now);
-        Some(session)
-    };
-    match stored() {
-        Some(session) => Ok(session),
-        None => rebuild(project).map(|s| s.session),
-    }
-}
-
-/// The summary of `project`'s session: the stored one when it matches the file, else made from
-/// a full load (and stored for the next reader).
-///
-/// Errors: those of [`Project::load`].
-pub fn load(project: &Project) -> crate::error::Result<Summary> {
-    match fresh(project) {
-        Some(s) => Ok(s),
-        None => rebuild(project),
-    }
-}
-
-/// The summary made from a full load of `project`'s session, stored for the next reader.
-fn rebuild(project: &Project) -> crate::error::Result<Summary> {
-    let session_path = project.session_path();
-    // The identity is taken before the read: if the file changes meanwhile, the summary
-    // records the older identity and is never used for the newer file.
-    let before = Identity::of(&session_path);
-    let session = project.load()?;
-    let summary = Summary::of(
-        &session,
-        before.unwrap_or(Identity {
-            len: 0,
-            mtime_ns: 0,
-            ino: 0,
-            dev: 0,
-        }),
-    );
-    if before.is_some() {
-        write(&session_path, &summary);
-    }
-    // The caller gets the latest checkpoint's files as loaded, not read back from the rows.
-    let mut summary = summary;
-    summary.files = String::new();
-    if let (Some(small), Some(latest)) = (
-        summary.session.checkpoints.last_mut(),
-        session.checkpoints.last(),
-    ) {
-        small.files_changed.clone_from(&latest.files_changed);
-    }
-    Ok(summary)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::model::{FileState, FileStatus};
+    use crate::model::{FileState, FileStatus};
 
     fn stored(summary: &Summary) -> Summary {
         let bytes = serde_json::to_vec(summary).unwrap();
@@ -539,7 +417,7 @@ mod tests {
             dev: 4,
         };
         let bytes = serde_json::to_vec(&Summary::of(&session, source)).unwrap();
-        let light: WithoutFiles = serde_json::from_slice(&bytes).unwrap();
+        let light: crate::session::read::WithoutFiles = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(light.source, source);
         let cp = &light.session.checkpoints[0];
         assert!(cp.files_changed.is_empty(), "rows skipped, not built");

@@ -36,7 +36,7 @@ fn read_small(path: &Path) -> Option<String> {
 /// (`merge=pas-agent` on a line naming `session.json`). One or two small reads; no git.
 pub fn attributes_name_driver(root: &Path) -> bool {
     [
-        root.join(super::store::STATE_DIR).join(".gitattributes"),
+        root.join(super::project::STATE_DIR).join(".gitattributes"),
         root.join(".gitattributes"),
     ]
     .iter()
@@ -60,7 +60,7 @@ pub fn ensure_attributes(root: &Path) -> Result<bool> {
     if attributes_name_driver(root) {
         return Ok(false);
     }
-    let path = root.join(super::store::STATE_DIR).join(".gitattributes");
+    let path = root.join(super::project::STATE_DIR).join(".gitattributes");
     let old = read_small(&path);
     let mut text = old.unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {

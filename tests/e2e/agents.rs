@@ -212,7 +212,7 @@ fn claude_code_tui_runs_in_the_launchers_terminal_and_ctrl_c_reaches_it() {
         "{text}"
     );
     // capture.txt is the screen as read: the reply is one whole line of it, and so is every
-    // line of the last screen a terminal emulator shows (the plain text before issue 13 had
+    // line of the last screen a terminal emulator shows (the plain text before had
     // "Press   Ctrl-C again to exit": Claude redraws only the cells that change).
     assert!(text.lines().any(|l| l.contains(REPLY)), "{text}");
     let mut term = vt100::Parser::new(36, 110, 0);

@@ -1,4 +1,4 @@
-//! Issue 13 (ecosystem): shell completions in real shells under tmux, man pages rendered by
+//! Ecosystem: shell completions in real shells under tmux, man pages rendered by
 //! `man -l`, `doctor` on healthy and broken set-ups, colour only on a terminal, and the
 //! newcomer's findings (runs alignment, prompt width, hints, outside git, a deleted session,
 //! value tips, links in the docs).

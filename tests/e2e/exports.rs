@@ -1,4 +1,4 @@
-//! Issue 13, items 4 and 5: export for CI and for every agent (`--check`, `--remove`, `--all`,
+//! Export for CI and for every agent (`--check`, `--remove`, `--all`,
 //! the agents whose rules are a directory of files with front matter), and captures that
 //! replay (`capture.cast`, checked with asciinema's own parser) and read as the screen did
 //! (`capture.txt`).

@@ -1,4 +1,4 @@
-//! Runs' truths and typed commands, from issue 8's field reports: each run records its own
+//! Runs' truths and typed commands, from field reports: each run records its own
 //! agent session when two overlap (real Codex against the mock model); pas-agent's own writes
 //! are never counted as the agent's or the work tree's; aliases of an agent's name reach the
 //! launcher in every shell; commands that start no agent session run straight; the hook's

@@ -1,4 +1,4 @@
-//! Issue 8, the launcher in the field: its terminal, signals, capture, streams and exit codes.
+//! The launcher in the field: its terminal, signals, capture, streams and exit codes.
 //! Every terminal test runs pas-agent in a real terminal (tmux) and compares the terminal's
 //! full state before and after (`Tmux::exit_code`, `Tmux::assert_terminal_restored`).
 

@@ -720,8 +720,8 @@ fn stamps_of_exited_shells_are_removed_when_a_new_shell_starts() {
 /// would see, and the status it was given.
 const FAKE_STARSHIP: &str = "printf '<%s|%s>' \"${PAS_AGENT_PROMPT-none}\" \"$2\"";
 
-/// How starship hooks into bash when PROMPT_COMMAND is a string (starship's init, as described in
-/// ../shared/reference/shell-hooks.md §1.2, written for this test): it keeps the old value in
+/// How starship hooks into bash when PROMPT_COMMAND is a string (starship's `init bash`, written
+/// again for this test): it keeps the old value in
 /// STARSHIP_PROMPT_COMMAND and evaluates it in its own prompt command, then draws the prompt.
 const FAKE_STARSHIP_BASH: &str = r#"
 starship_precmd() {

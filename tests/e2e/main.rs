@@ -4,6 +4,7 @@
 mod common;
 
 mod agents;
+mod architecture;
 mod commands;
 mod docs;
 mod ecosystem;

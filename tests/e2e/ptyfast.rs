@@ -1,4 +1,4 @@
-//! `capture.txt` of a long plain output (issue 10: the bare launcher's PTY relay): most of it
+//! `capture.txt` of a long plain output (the bare launcher's PTY relay): most of it
 //! takes the text's short cut for plain lines, and the text is still what was on the screen,
 //! line for line, through the real binary, a real terminal (tmux) and the kernel's
 //! pseudo-terminal.

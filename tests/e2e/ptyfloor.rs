@@ -1,4 +1,4 @@
-//! The PTY relay's fifth round (issue 10, "PTY throughput"): the capture threads take a
+//! The PTY relay's fifth round : the capture threads take a
 //! stream's reads without a wake-up per read, and the cast's text is decoded with a short cut
 //! for valid UTF-8. What the capture writes must not change: through the real binary, a real
 //! terminal (tmux) and the kernel's pseudo-terminal, a stream of many reads, with characters

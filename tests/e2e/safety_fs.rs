@@ -1,4 +1,4 @@
-//! Issue 7, file-system safety: a cloned repository cannot make pas-agent write outside its
+//! File-system safety: a cloned repository cannot make pas-agent write outside its
 //! session root (links in `.pas-agent/`, context files, `-o` paths, `runs/`), a lock never
 //! truncates a file, temp files of killed writers are cleaned up under the lock, a replaced
 //! file keeps its owner, a read-only directory is respected as root, special files where the

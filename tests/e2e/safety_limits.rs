@@ -1,4 +1,4 @@
-//! Issue 7, items 8, 12, 13 and part of 18: size limits that writers respect, the git CLI path
+//! Size limits that writers respect, the git CLI path
 //! agreeing with the in-process one (and a missing git never erasing what was recorded), a run
 //! outcome that survives a full disk, and session values or file names this version cannot
 //! keep exactly.

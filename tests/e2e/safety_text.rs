@@ -1,4 +1,4 @@
-//! Hostile text (issue 7, items 3–7 and 14–17): what a cloned repository's `session.json` or
+//! Hostile text : what a cloned repository's `session.json` or
 //! context files hold, and what a user types, never reaches a terminal raw, never breaks the
 //! block, never becomes an agent's flag or import, and never costs a byte of the user's files.
 

@@ -1,4 +1,4 @@
-//! `status` on small repositories, fifth round of issue 10: the fast pass's per-directory
+//! `status` on small repositories, fifth round: the fast pass's per-directory
 //! lookup of names (a hash table of the directory's children in the index, filled by walking
 //! the index in byte order) and the summary's files stored as one string of rows must give
 //! the answers gix's full status, git and a full read of `session.json` give.

@@ -86,7 +86,7 @@ fn an_oversized_session_file_is_refused() {
     );
 }
 
-/// A session file as the original PAS-Agent 0.2.x writes it (`pas-agent-format.md` §2), plus
+/// A session file as the original PAS-Agent 0.2.x writes it (docs/format.md), plus
 /// fields from a hypothetical newer writer at every level.
 fn original_session(commit: &str) -> Value {
     json!({

@@ -1,4 +1,4 @@
-//! Teams (issue 9): a committed session merges across branches with the merge driver, a
+//! Teams : a committed session merges across branches with the merge driver, a
 //! clone gets the driver on its first command, an unmerged session is reported and resolvable
 //! without blocking the agent, and session files stay small on big trees.
 

@@ -1,5 +1,5 @@
-//! Findings of a newcomer's trial of the ecosystem and handoff features (issue 13 item 6's
-//! kind): each input they reported, as a test.
+//! Findings of a newcomer's trial of the ecosystem and handoff features: each input they
+//! reported, as a test.
 
 use crate::common::{Sandbox, stderr};
 

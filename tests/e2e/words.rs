@@ -1,4 +1,4 @@
-//! The agents' own words in the handoff (issue 11, items 1–4): after `pas-agent run`, the run
+//! The agents' own words in the handoff : after `pas-agent run`, the run
 //! record holds what the real agent CLI (offline, against the mock model) was asked and
 //! answered, read from the agent's own session store; the next agent's export shows it; a
 //! resumed session records only its new turns; a damaged or huge transcript never fails the run

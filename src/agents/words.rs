@@ -1,166 +1,24 @@
-//! What an agent itself said during one run, read from the agent's own session store after the
-//! run: the user's prompts, the agent's last answer, the model and token counts (issue 11).
+//! Reading what an agent said during one run from its own session store: the pieces every
+//! agent module's transcript reader shares. [`Collector`] gathers the user's prompts, the
+//! agent's last answer, the model and token counts while a reader walks the store's entries,
+//! and bounds them: every text is cut to a bounded length ([`MAX_PROMPT_CHARS`],
+//! [`MAX_ANSWER_CHARS`]) and at most [`MAX_PROMPTS`] prompts are kept, so a run record stays
+//! small whatever the agent wrote. The text is kept as the agent wrote it (control characters
+//! included): readers clean it for the terminal and escape it for Markdown like every other
+//! string read from a file.
 //!
-//! [`read`] is the one entry point. It never fails and never panics: a store that is missing,
-//! damaged, larger than [`crate::limits::TRANSCRIPT`], or in a layout this version does not
-//! know gives a [`Transcript`] whose [`Transcript::missing`] says why, and the run is recorded
-//! with everything else. Only the part of the conversation after `since` is taken, so a resumed
-//! session (whose file holds the earlier turns too) records only this run's turns.
-//!
-//! Every text is cut to a bounded length ([`MAX_PROMPT_CHARS`], [`MAX_ANSWER_CHARS`]) and at
-//! most [`MAX_PROMPTS`] prompts are kept, so a run record stays small whatever the agent wrote.
-//! The text is kept as the agent wrote it (control characters included): readers clean it for
-//! the terminal ([`crate::term::clean`]) and escape it for Markdown
-//! ([`crate::export::render::inline`]) like every other string read from a file.
-//!
-//! One submodule per store, each documenting the layout it reads and where the facts come from:
-//! [`claude`], [`codex`], [`gemini`], [`opencode`].
+//! The entry point is [`crate::agents::Agent::transcript`]: it never fails and never panics;
+//! a store that is missing, damaged, larger than [`crate::limits::TRANSCRIPT`], or in a layout
+//! this version does not know gives a [`Transcript`] whose `missing` says why. Only the part of
+//! the conversation after `since` is taken, so a resumed session (whose file holds the earlier
+//! turns too) records only this run's turns.
 
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
-use crate::session::model::Extra;
-
-pub mod claude;
-pub mod codex;
-pub mod gemini;
-pub mod opencode;
-
-/// At most this many of a run's prompts are kept: the first and the latest ones
-/// ([`Transcript::prompts_omitted`] counts the others).
-pub const MAX_PROMPTS: usize = 8;
-/// Each prompt is cut to this many characters (an ellipsis marks the cut).
-pub const MAX_PROMPT_CHARS: usize = 1000;
-/// The last answer is cut to this many characters ([`Transcript::answer_truncated`]).
-pub const MAX_ANSWER_CHARS: usize = 4000;
-
-/// What the agent itself said during one run, read from its own session store
-/// (`runs[].transcript` in `session.json`, documented in `docs/format.md`).
-///
-/// Every field is optional in the file: a record written by a newer pas-agent loads, and its
-/// unknown fields are kept in [`Transcript::extra`].
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Transcript {
-    /// The store file the words were read from (absolute path), when one was found.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-    /// The user's prompts during the run, oldest first: the first one and the latest ones, at
-    /// most [`MAX_PROMPTS`], each at most [`MAX_PROMPT_CHARS`] characters (a cut one ends in
-    /// `…`). Tool results and the agent's own injected messages are not prompts.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub prompts: Vec<String>,
-    /// How many prompts of the run are not in [`Transcript::prompts`] (left out between the
-    /// first and the latest ones).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub prompts_omitted: usize,
-    /// The agent's last answer (the text of its last message in the run), at most
-    /// [`MAX_ANSWER_CHARS`] characters.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_answer: Option<String>,
-    /// Whether [`Transcript::last_answer`] was cut.
-    #[serde(skip_serializing_if = "is_false")]
-    pub answer_truncated: bool,
-    /// The model the agent used (the last one named during the run), as the store names it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// Token counts of the run, where the store has them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tokens: Option<Tokens>,
-    /// Why the words are missing or incomplete (no session id, no store file, a damaged or
-    /// huge file, an unknown layout); `None` when they were read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub missing: Option<String>,
-    /// Fields this build does not know, kept in file order and written back unchanged.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
-
-/// Token counts of one run, summed over the model calls the store records for it. A count the
-/// store does not have is `None` (left out of the file).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Tokens {
-    /// Input (prompt) tokens, cached ones included where the store counts them so.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub input: Option<u64>,
-    /// Output (completion) tokens, reasoning included where the store counts them so.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output: Option<u64>,
-    /// Input tokens read from the provider's prompt cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<u64>,
-    /// Input tokens written to the provider's prompt cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<u64>,
-    /// Fields this build does not know, kept in file order and written back unchanged.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-impl Transcript {
-    /// A transcript with no words, saying why.
-    pub fn missing(why: impl Into<String>) -> Transcript {
-        Transcript {
-            missing: Some(why.into()),
-            ..Transcript::default()
-        }
-    }
-
-    /// Whether the agent's last answer or any prompt was read.
-    pub fn has_words(&self) -> bool {
-        self.last_answer.is_some() || !self.prompts.is_empty()
-    }
-}
-
-/// Whether pas-agent can read the session store of `agent` (a canonical id from
-/// [`crate::agents`]).
-pub fn supported(agent: &str) -> bool {
-    matches!(agent, "claude-code" | "codex" | "gemini-cli" | "opencode")
-}
-
-/// Reads what agent `agent` (a canonical id from [`crate::agents`], e.g. `claude-code`) said in
-/// its session `session_id`, run in `cwd`, after `since`. `transcript_hint` is a path to the
-/// session's file that the agent itself gave (a hook payload's `transcript_path`); it is
-/// tried first, and the store is searched when it is absent or not that session's.
-///
-/// Never fails and never panics: whatever goes wrong is said in [`Transcript::missing`].
-pub fn read(
-    agent: &str,
-    session_id: &str,
-    cwd: &Path,
-    since: DateTime<Utc>,
-    transcript_hint: Option<&Path>,
-) -> Transcript {
-    let run = || -> Transcript {
-        if session_id.is_empty() {
-            return Transcript::missing("the agent's session id is not known");
-        }
-        match agent {
-            "claude-code" => claude::read(session_id, cwd, since, transcript_hint),
-            "codex" => codex::read(session_id, cwd, since, transcript_hint),
-            "gemini-cli" => gemini::read(session_id, cwd, since, transcript_hint),
-            "opencode" => opencode::read(session_id, cwd, since, transcript_hint),
-            other => {
-                Transcript::missing(format!("pas-agent does not read the sessions of {other}"))
-            }
-        }
-    };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-        Ok(t) => t,
-        Err(_) => Transcript::missing("reading the agent's session failed unexpectedly"),
-    }
-}
+use crate::model::Extra;
+pub use crate::model::{MAX_ANSWER_CHARS, MAX_PROMPT_CHARS, MAX_PROMPTS, Tokens, Transcript};
 
 /// A file read whole, at most [`crate::limits::TRANSCRIPT`] bytes: its text, or why not.
 pub(crate) fn read_file(path: &Path) -> Result<String, String> {
@@ -439,17 +297,8 @@ mod tests {
         let f = dir.path().join("t.jsonl");
         std::fs::write(&f, b"{\"type\":\"user\",\"timestamp\":\"2026-01-02T00:00:00Z\",\"message\":{\"content\":\"caf\xe9\"}}\n").unwrap();
         let since = time_of(&"2026-01-01T00:00:00Z".into()).unwrap();
-        let t = claude::parse(&read_file(&f).unwrap(), since).finish(&f);
+        let t = super::super::claude::parse(&read_file(&f).unwrap(), since).finish(&f);
         assert_eq!(t.prompts, ["caf\u{fffd}"]);
-    }
-
-    #[test]
-    fn an_unknown_agent_or_a_missing_id_says_why() {
-        let now = Utc::now();
-        let t = read("aider", "x", Path::new("/"), now, None);
-        assert!(t.missing.unwrap().contains("aider"));
-        let t = read("codex", "", Path::new("/"), now, None);
-        assert!(t.missing.unwrap().contains("not known"));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The marked block inside an agent's context file, and splicing it in.
 //!
-//! Marker lines are the original PAS-Agent's (`pas-agent-format.md` §3), so a block written by
+//! Marker lines are the original PAS-Agent's (docs/format.md), so a block written by
 //! either tool is found by the other. Markers count only at the start of a line and outside
 //! fenced code blocks, so a file that merely mentions them — in running text or in a code
 //! example, as this project's own README does — is not mistaken for a block. Unlike the original, a file
@@ -394,6 +394,12 @@ pub fn outside_block(bytes: &[u8]) -> Option<Vec<u8>> {
         Scan::Broken(_) => return None,
     }
     Some(out)
+}
+
+/// The whole file of an owned layout (a rules file pas-agent owns): the front matter, then
+/// the block.
+pub fn owned_file(front_matter: &str, content: &str) -> String {
+    format!("{front_matter}{}", make_block(content, "\n"))
 }
 
 #[cfg(test)]

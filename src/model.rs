@@ -1,7 +1,7 @@
 //! The session data model: `.pas-agent/session.json`, schema version 1.
 //!
 //! Field names, order and encodings follow the original PAS-Agent 0.2.x
-//! (`pas-agent-format.md` §2), so a file it wrote loads here and a file written here loads
+//! (docs/format.md), so a file it wrote loads here and a file written here loads
 //! there. Additions are optional fields (`runs`, `fingerprint_outside_block`) that the
 //! original ignores. Every record keeps the fields it does not know in `extra`, so data
 //! written by a newer pas-agent survives a load and save by this one.
@@ -17,7 +17,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Fields a record does not know, kept in file order and written back unchanged.
 pub type Extra = serde_json::Map<String, Value>;
 
-/// One task's portable record. Shape: `pas-agent-format.md` §2 plus `runs` (SPEC §5).
+/// One task's portable record. Shape: the original PAS-Agent's plus `runs` (docs/format.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
     /// Missing, or not an unsigned integer, counts as 1 (as in the original); values too large
@@ -40,7 +40,7 @@ pub struct Session {
     /// Oldest first; "#N" is the 1-based position.
     #[serde(default)]
     pub checkpoints: Vec<Checkpoint>,
-    /// Launcher records, oldest first (SPEC §5). Omitted when empty so that a session without
+    /// Launcher records, oldest first (docs/launcher.md, "The run record"). Omitted when empty so that a session without
     /// runs is byte-for-byte what the original writes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<Run>,
@@ -344,7 +344,7 @@ impl<'de> Deserialize<'de> for FileStatus {
     }
 }
 
-/// The lifecycle of a launcher run (SPEC §5).
+/// The lifecycle of a launcher run (docs/launcher.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunState {
     /// The launcher wrote the record and started (or is about to start) the agent.
@@ -399,7 +399,7 @@ pub struct CommitRef {
     pub extra: Extra,
 }
 
-/// One launcher run (`pas-agent run`), SPEC §5. The field names are a contract read by scripts.
+/// One launcher run (`pas-agent run`, docs/launcher.md). The field names are a contract read by scripts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     /// UUID v4.
@@ -470,14 +470,134 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Vec<FileState>>,
     /// What the agent itself said during the run, read from its own session store after it
-    /// exited ([`crate::transcript`]): prompts, last answer, model, tokens, or why they are
+    /// exited ([`crate::agents::Agent::transcript`]): prompts, last answer, model, tokens, or why they are
     /// missing. Absent for programs whose store pas-agent does not read, for runs recorded
     /// before this field existed, and while running (an addition; the original ignores it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transcript: Option<crate::transcript::Transcript>,
+    pub transcript: Option<Transcript>,
     /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl TaskState {
+    /// Names of the task fields that differ between `self` (then) and `now`.
+    pub fn changes(&self, now: &TaskState) -> Vec<&'static str> {
+        let then = self;
+        let mut fields = Vec::new();
+        let mut check = |name, changed: bool| {
+            if changed {
+                fields.push(name)
+            }
+        };
+        check("description", then.description != now.description);
+        check("objective", then.objective != now.objective);
+        check("completed", then.completed != now.completed);
+        check("remaining", then.remaining != now.remaining);
+        check("next action", then.next_action != now.next_action);
+        check("blockers", then.blockers != now.blockers);
+        check("decisions", then.decisions != now.decisions);
+        check("constraints", then.constraints != now.constraints);
+        check("discoveries", then.discoveries != now.discoveries);
+        fields
+    }
+}
+
+// ---- What an agent said during a run (`runs[].transcript`) ----
+
+/// At most this many of a run's prompts are kept: the first and the latest ones
+/// ([`Transcript::prompts_omitted`] counts the others).
+pub const MAX_PROMPTS: usize = 8;
+/// Each prompt is cut to this many characters (an ellipsis marks the cut).
+pub const MAX_PROMPT_CHARS: usize = 1000;
+/// The last answer is cut to this many characters ([`Transcript::answer_truncated`]).
+pub const MAX_ANSWER_CHARS: usize = 4000;
+
+/// What the agent itself said during one run, read from its own session store
+/// (`runs[].transcript` in `session.json`, documented in `docs/format.md`).
+///
+/// Every field is optional in the file: a record written by a newer pas-agent loads, and its
+/// unknown fields are kept in [`Transcript::extra`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Transcript {
+    /// The store file the words were read from (absolute path), when one was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The user's prompts during the run, oldest first: the first one and the latest ones, at
+    /// most [`MAX_PROMPTS`], each at most [`MAX_PROMPT_CHARS`] characters (a cut one ends in
+    /// `…`). Tool results and the agent's own injected messages are not prompts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<String>,
+    /// How many prompts of the run are not in [`Transcript::prompts`] (left out between the
+    /// first and the latest ones).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub prompts_omitted: usize,
+    /// The agent's last answer (the text of its last message in the run), at most
+    /// [`MAX_ANSWER_CHARS`] characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_answer: Option<String>,
+    /// Whether [`Transcript::last_answer`] was cut.
+    #[serde(skip_serializing_if = "is_false")]
+    pub answer_truncated: bool,
+    /// The model the agent used (the last one named during the run), as the store names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Token counts of the run, where the store has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Tokens>,
+    /// Why the words are missing or incomplete (no session id, no store file, a damaged or
+    /// huge file, an unknown layout); `None` when they were read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+    /// Fields this build does not know, kept in file order and written back unchanged.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Token counts of one run, summed over the model calls the store records for it. A count the
+/// store does not have is `None` (left out of the file).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tokens {
+    /// Input (prompt) tokens, cached ones included where the store counts them so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<u64>,
+    /// Output (completion) tokens, reasoning included where the store counts them so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<u64>,
+    /// Input tokens read from the provider's prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<u64>,
+    /// Input tokens written to the provider's prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<u64>,
+    /// Fields this build does not know, kept in file order and written back unchanged.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Transcript {
+    /// A transcript with no words, saying why.
+    pub fn missing(why: impl Into<String>) -> Transcript {
+        Transcript {
+            missing: Some(why.into()),
+            ..Transcript::default()
+        }
+    }
+
+    /// Whether the agent's last answer or any prompt was read.
+    pub fn has_words(&self) -> bool {
+        self.last_answer.is_some() || !self.prompts.is_empty()
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,450 @@
+//! Claude Code (`claude`): everything pas-agent knows about it.
+//!
+//! - **Context**: `CLAUDE.md`, and `.claude/CLAUDE.md` and `CLAUDE.local.md`, in each directory
+//!   from the one it starts in up to the root, plus `.claude/rules/*.md`; `@path` imports
+//!   (code.claude.com/docs/en/memory; checked: the 2.1.197 binary's memory loader).
+//! - **Launch**: `--session-id <uuid>` uses a caller-chosen id, `-r/--resume <id>` resumes one
+//!   (code.claude.com/docs/en/cli-reference; checked: claude 2.1.197 `--help`). Issue
+//!   anthropics/claude-code#44607 reports the flag not controlling the on-disk id in
+//!   interactive mode, hence the store check after the run.
+//! - **Store**: `$CLAUDE_CONFIG_DIR` (default `~/.claude`) `/projects/<cwd with every
+//!   non-alphanumeric character as '-'>/<session id>.jsonl`, one JSON event per line, each
+//!   with `sessionId` and `cwd` (code.claude.com/docs/en/claude-directory; checked: claude
+//!   2.1.197 in `-p` mode and resumed with `--resume`, against a mock model).
+//! - **Transcript** lines read (each has an RFC 3339 `timestamp`; a resumed session appends
+//!   to the same file):
+//!   - `{"type":"user","message":{"role":"user","content":"<prompt>"|[{"type":"text","text"}…]}}`
+//!     is a prompt, unless it is `isMeta` (Claude's own injected text), `isCompactSummary`
+//!     (the summary Claude writes after compacting), `isSidechain` (a subagent's), a tool
+//!     result (content parts of type `tool_result`), or a slash command's echo (text starting
+//!     with `<command-` or `<local-command-`);
+//!   - `{"type":"assistant","message":{"model","content":[{"type":"text","text"}…],"usage":{
+//!     "input_tokens","output_tokens","cache_read_input_tokens","cache_creation_input_tokens"}}}`
+//!     is an answer; Claude writes one line per content block of a message, each with the
+//!     message's `id` and usage, so usage is counted once per run of lines with one `id`.
+//!
+//!   Other line types (`queue-operation`, `attachment`, `last-prompt`, `mode`, `summary`, …)
+//!   are skipped.
+//! - **Hooks**: `.claude/settings.json` (and the user's `settings.json` in its home),
+//!   `SessionStart`, `Stop`, `SessionEnd`, each with a JSON payload holding `session_id`,
+//!   `transcript_path` and `cwd`; a session-start hook's
+//!   `hookSpecificOutput.additionalContext` reaches the model (code.claude.com/docs/en/hooks;
+//!   checked: claude 2.1.197, tests/e2e/integrate.rs).
+//! - **MCP**: `.mcp.json` at the project root, `claude mcp add`, and `--mcp-config <json>` for
+//!   one run (code.claude.com/docs/en/mcp; checked: claude 2.1.197 `--help`).
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use super::hooks::{Event, Format, Hooks, Unit};
+use super::mcp::{Mcp, OneRun, Shape};
+use super::store::{
+    Candidate, Home, MAX_LINE, Query, Store, VarIs, files, modified, same_dir, subdirs,
+};
+use super::words::{Collector, json_lines, read_file, text_of, time_of};
+use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
+use crate::model::Transcript;
+
+/// `$CLAUDE_CONFIG_DIR`, default `~/.claude`.
+pub const HOME: Home = Home {
+    var: Some("CLAUDE_CONFIG_DIR"),
+    var_is: VarIs::Dir,
+    dir: ".claude",
+};
+
+/// Claude Code's row.
+pub const AGENT: Agent = Agent {
+    id: "claude-code",
+    name: "Claude Code",
+    aliases: &["claude"],
+    executables: &["claude"],
+    context_file: "CLAUDE.md",
+    also_reads: &[".claude/CLAUDE.md", "CLAUDE.local.md"],
+    at_imports: true,
+    resume: Some(RESUME_FLAG),
+    session_id: SessionId::Choose {
+        flag: "--session-id",
+        unless: &[
+            "--session-id",
+            "-r",
+            "--resume",
+            "-c",
+            "--continue",
+            "--fork-session",
+            "--from-pr",
+            "--no-session-persistence",
+        ],
+    },
+    // Ids: UUIDs, `<id>.jsonl` in the store (checked: claude 2.1.197).
+    id_shape: IdShape::Uuid,
+    straight: Straight {
+        // checked: claude 2.1.197 `--help` (Commands; `-v/--version`, `-h/--help`).
+        // `ultrareview` runs in the cloud and prints findings: no local session.
+        subcommands: &[
+            "agents",
+            "auth",
+            "auto-mode",
+            "doctor",
+            "gateway",
+            "install",
+            "mcp",
+            "plugin",
+            "plugins",
+            "project",
+            "setup-token",
+            "ultrareview",
+            "update",
+            "upgrade",
+        ],
+        flags: &["-v", "--version", "-h", "--help"],
+    },
+    home: Some(HOME),
+    store: Some(&Projects),
+    hooks: Some(Hooks {
+        key: "claude",
+        project_file: ".claude/settings.json",
+        user_file: "settings.json",
+        format: Format::Json { comments: false },
+        events: &[
+            ("SessionStart", Event::SessionStart),
+            ("Stop", Event::Stop),
+            ("SessionEnd", Event::SessionEnd),
+        ],
+        // Claude Code gives session-end hooks 1.5 s unless a handler asks for more, up to
+        // 60 s (code.claude.com/docs/en/hooks).
+        timeout: 30,
+        unit: Unit::Seconds,
+        last_message_field: "last_assistant_message",
+        caveat: None,
+    }),
+    mcp: Some(Mcp {
+        shape: Shape::ClaudeJson,
+        hint: "# Claude Code: save as .mcp.json at the project root (or pass it with --mcp-config), or run `claude mcp add pas-agent -- pas-agent mcp`",
+        one_run: Some(OneRun::JsonFlag {
+            flag: "--mcp-config",
+        }),
+    }),
+    ..BASE
+};
+
+/// At most this many lines of a transcript are read looking for its `cwd`.
+const CWD_LINES: usize = 50;
+
+/// The `projects` store.
+struct Projects;
+
+impl Store for Projects {
+    fn dir(&self) -> Option<PathBuf> {
+        Some(HOME.path()?.join("projects"))
+    }
+
+    fn sessions(&self, q: &Query<'_>) -> Vec<Candidate> {
+        self.dir().map(|d| sessions(&d, q)).unwrap_or_default()
+    }
+
+    fn has(&self, id: &str, _cwd: &Path) -> Option<bool> {
+        Some(self.dir().is_some_and(|d| has(&d, id)))
+    }
+
+    fn transcript(
+        &self,
+        id: &str,
+        _cwd: &Path,
+        since: DateTime<Utc>,
+        hint: Option<&Path>,
+    ) -> Transcript {
+        read(id, since, hint)
+    }
+}
+
+/// Whether `projects/<any>/<id>.jsonl` exists.
+fn has(projects: &Path, id: &str) -> bool {
+    let name = format!("{id}.jsonl");
+    subdirs(projects).any(|d| d.join(&name).is_file())
+}
+
+/// Transcripts under `projects` written during the window whose events name this cwd (a
+/// transcript has no start time of its own: its last write stands for it).
+fn sessions(projects: &Path, q: &Query<'_>) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for dir in subdirs(projects) {
+        for path in files(&dir) {
+            if path.extension() != Some(OsStr::new("jsonl")) {
+                continue;
+            }
+            let Some(mtime) = modified(&path) else {
+                continue;
+            };
+            if mtime < q.from {
+                continue;
+            }
+            let Some(id) = session_of(&path, q.cwd) else {
+                continue;
+            };
+            out.push(Candidate {
+                id,
+                at: mtime,
+                file: Some(path),
+            });
+        }
+    }
+    out
+}
+
+/// The session id of a transcript whose events name `cwd`.
+fn session_of(path: &Path, cwd: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).ok()?;
+    for line in BufReader::new(file.take(MAX_LINE)).lines().take(CWD_LINES) {
+        let Ok(line) = line else { break };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if let (Some(id), Some(dir)) = (v["sessionId"].as_str(), v["cwd"].as_str()) {
+            return same_dir(dir, cwd).then(|| id.to_string());
+        }
+    }
+    None
+}
+
+/// The transcript of session `id`: `hint` when it is a file, else the store's
+/// `projects/*/<id>.jsonl`.
+fn read(id: &str, since: DateTime<Utc>, hint: Option<&Path>) -> Transcript {
+    let Some(path) = find(id, hint) else {
+        return Transcript::missing(format!(
+            "no Claude Code transcript of session {id} was found under {}",
+            Projects
+                .dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|| "~/.claude/projects (no HOME)".into())
+        ));
+    };
+    match read_file(&path) {
+        Ok(text) => parse(&text, since).finish(&path),
+        Err(why) => Transcript::missing(why),
+    }
+}
+
+fn find(id: &str, hint: Option<&Path>) -> Option<PathBuf> {
+    if let Some(h) = hint.filter(|h| h.is_file()) {
+        return Some(h.to_path_buf());
+    }
+    // An id is a file name here: nothing that could leave the directory.
+    if id.contains(['/', '\\']) || id.starts_with('.') {
+        return None;
+    }
+    let projects = Projects.dir()?;
+    let name = format!("{id}.jsonl");
+    super::words::first_file(
+        std::fs::read_dir(projects)
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join(&name)),
+    )
+}
+
+/// The words of the lines after `since`.
+pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
+    let mut c = Collector::default();
+    let mut last_message: Option<String> = None;
+    json_lines(text, &mut c, |v, c| {
+        let kind = v["type"].as_str().unwrap_or_default();
+        if kind != "user" && kind != "assistant" {
+            return;
+        }
+        if time_of(&v["timestamp"]).is_none_or(|t| t < since) {
+            return;
+        }
+        if v["isSidechain"] == true || v["isMeta"] == true || v["isCompactSummary"] == true {
+            return;
+        }
+        let message = &v["message"];
+        // Claude Code writes its own errors ("Not logged in · Please run /login", an API
+        // failure) as assistant entries with `isApiErrorMessage` and the model `<synthetic>`.
+        if kind != "user" && (v["isApiErrorMessage"] == true || message["model"] == "<synthetic>") {
+            c.error(&text_of(&message["content"], &["text"]));
+            return;
+        }
+        if kind == "user" {
+            last_message = None;
+            let content = &message["content"];
+            let is_tool_result = content
+                .as_array()
+                .is_some_and(|parts| parts.iter().any(|p| p["type"] == "tool_result"));
+            if is_tool_result {
+                return;
+            }
+            let text = text_of(content, &["text"]);
+            let t = text.trim_start();
+            if t.starts_with("<command-") || t.starts_with("<local-command-") {
+                return;
+            }
+            c.prompt(&text);
+            return;
+        }
+        if let Some(model) = message["model"].as_str()
+            && model != "<synthetic>"
+        {
+            c.model(model);
+        }
+        let id = message["id"].as_str().map(str::to_string);
+        if id.is_none() || id != last_message {
+            let u = &message["usage"];
+            if u.is_object() {
+                c.tokens(
+                    u["input_tokens"].as_u64(),
+                    u["output_tokens"].as_u64(),
+                    u["cache_read_input_tokens"].as_u64(),
+                    u["cache_creation_input_tokens"].as_u64(),
+                );
+            }
+        }
+        last_message = id;
+        c.answer(&text_of(&message["content"], &["text"]));
+    });
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// Claude Code's own error entries are why the answer is missing, never the answer.
+    #[test]
+    fn an_api_error_entry_is_not_the_answer() {
+        let f = Path::new("/s.jsonl");
+        let error = serde_json::json!({"type": "assistant", "timestamp": "2026-01-02T00:00:02Z",
+            "isApiErrorMessage": true,
+            "message": {"role": "assistant", "id": "e", "model": "<synthetic>",
+                        "content": [{"type": "text", "text": "Not logged in · Please run /login"}]}});
+        let text = [
+            line(
+                "user",
+                "2026-01-02T00:00:01Z",
+                serde_json::json!("Port the job"),
+                serde_json::json!({}),
+            ),
+            error.to_string(),
+        ]
+        .join("\n");
+        let t = parse(&text, "2026-01-01T00:00:00Z".parse().unwrap()).finish(f);
+        assert_eq!(t.prompts, ["Port the job"]);
+        assert_eq!(t.last_answer, None);
+        assert!(
+            t.missing
+                .as_deref()
+                .is_some_and(|m| m.contains("Not logged in")),
+            "{t:?}"
+        );
+        assert_eq!(t.model, None);
+    }
+
+    fn line(kind: &str, t: &str, content: Value, extra: Value) -> String {
+        let mut v = serde_json::json!({"type": kind, "timestamp": t,
+            "message": {"role": kind, "id": "m", "model": "claude-x", "content": content,
+                        "usage": {"input_tokens": 10, "output_tokens": 5}}});
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        v.to_string()
+    }
+
+    #[test]
+    fn only_turns_after_since_and_only_real_prompts() {
+        let text = [
+            line(
+                "user",
+                "2026-01-01T00:00:00Z",
+                "old prompt".into(),
+                Value::Null,
+            ),
+            line(
+                "assistant",
+                "2026-01-01T00:00:01Z",
+                serde_json::json!([{"type":"text","text":"old answer"}]),
+                Value::Null,
+            ),
+            line(
+                "user",
+                "2026-01-02T00:00:00Z",
+                "new prompt".into(),
+                Value::Null,
+            ),
+            line(
+                "user",
+                "2026-01-02T00:00:00Z",
+                "injected".into(),
+                serde_json::json!({"isMeta": true}),
+            ),
+            line(
+                "user",
+                "2026-01-02T00:00:00Z",
+                serde_json::json!([{"type":"tool_result","content":"x"}]),
+                Value::Null,
+            ),
+            line(
+                "assistant",
+                "2026-01-02T00:00:01Z",
+                serde_json::json!([{"type":"tool_use","name":"Write"}]),
+                Value::Null,
+            ),
+            line(
+                "assistant",
+                "2026-01-02T00:00:02Z",
+                serde_json::json!([{"type":"text","text":"new answer"}]),
+                Value::Null,
+            ),
+            "{not json".to_string(),
+        ]
+        .join("\n");
+        let since = time_of(&"2026-01-01T12:00:00Z".into()).unwrap();
+        let t = parse(&text, since).finish(Path::new("/t.jsonl"));
+        assert_eq!(t.prompts, ["new prompt"]);
+        assert_eq!(t.last_answer.as_deref(), Some("new answer"));
+        assert_eq!(t.model.as_deref(), Some("claude-x"));
+        // One message id across its lines: its usage counts once.
+        assert_eq!(t.tokens.as_ref().unwrap().input, Some(10));
+        assert!(t.missing.unwrap().contains("1 entry"));
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn window(cwd: &Path, start: DateTime<Utc>) -> Query<'_> {
+        Query {
+            cwd,
+            from: start - chrono::Duration::seconds(2),
+            to: start + chrono::Duration::seconds(32),
+            program: None,
+        }
+    }
+
+    fn ids(mut found: Vec<Candidate>) -> Vec<String> {
+        found.sort_by_key(|c| std::cmp::Reverse(c.at));
+        found.into_iter().map(|c| c.id).collect()
+    }
+
+    #[test]
+    fn transcripts_are_matched_by_their_cwd() {
+        let tmp = tempfile::tempdir().unwrap();
+        let projects = tmp.path().join("projects");
+        let cwd = tmp.path().join("w");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let line = |id: &str, dir: &Path| {
+            format!(
+                "{{\"type\":\"queue-operation\",\"sessionId\":\"{id}\"}}\n{{\"type\":\"user\",\"sessionId\":\"{id}\",\"cwd\":\"{}\"}}\n",
+                dir.display()
+            )
+        };
+        write(&projects.join("-w/abc.jsonl"), &line("abc", &cwd));
+        write(&projects.join("-other/zzz.jsonl"), &line("zzz", tmp.path()));
+        let start = Utc::now() - chrono::Duration::seconds(1);
+        assert_eq!(ids(sessions(&projects, &window(&cwd, start))), ["abc"]);
+        assert!(has(&projects, "abc") && !has(&projects, "nope"));
+    }
+}

@@ -1,0 +1,413 @@
+//! Codex (`codex`): everything pas-agent knows about it.
+//!
+//! - **Context**: `AGENTS.md` from the git root down to the working directory, at most
+//!   `project_doc_max_bytes` (default 32 KiB) of it (github.com/openai/codex docs/agents_md.md,
+//!   docs/config.md).
+//! - **Launch**: no way to choose the session id (openai/codex discussion #3827): it is read
+//!   from the rollout. `codex resume <id>` and `codex exec resume <id> [prompt]` (checked:
+//!   codex-cli 0.171.0 `resume --help`, `exec resume --help`; `exec` is also `e`).
+//! - **Store**: `$CODEX_HOME` (default `~/.codex`) `/sessions/YYYY/MM/DD/rollout-<local
+//!   time>-<session id>.jsonl`, one `{"timestamp","type","payload"}` per line, the first a
+//!   `session_meta` whose `payload` has the session `id`, its `timestamp` and `cwd` (checked:
+//!   codex-cli 0.171.0 `exec` and `exec resume` against a mock model: a resumed session appends
+//!   to the same file).
+//! - **Transcript** lines read (after `since`, by their `timestamp`):
+//!   - `event_msg` with `payload.type` `item_completed` and `payload.item.type` `UserMessage`
+//!     (0.171.0) or `user_message` with `payload.message` (earlier versions): a prompt. The
+//!     `response_item` user messages are not read: they also carry the AGENTS.md text Codex
+//!     injects;
+//!   - `event_msg` `item_completed` with an `AgentMessage` item, `agent_message`
+//!     (`payload.message`), or `task_complete` (`payload.last_agent_message`): an answer;
+//!   - `event_msg` `token_count`: `payload.info.last_token_usage` (`input_tokens`,
+//!     `output_tokens`, `cached_input_tokens`, `cache_write_input_tokens`) of one model call;
+//!   - `turn_context`: `payload.model`.
+//! - **Hooks**: `.codex/config.toml` (and `config.toml` in its home), `[[hooks.<Event>]]`
+//!   tables for `SessionStart`, `Stop`, `SessionEnd` (developers.openai.com/codex/hooks;
+//!   checked: codex-cli 0.171.0, tests/e2e/integrate.rs).
+//! - **MCP**: `[mcp_servers.<name>]` in `config.toml`, `codex mcp add`, and `-c` overrides
+//!   of the same keys for one run (github.com/openai/codex docs/config.md).
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use super::hooks::{Event, Format, Hooks, Unit};
+use super::mcp::{Mcp, OneRun, Shape};
+use super::store::{Candidate, Home, Query, Store, VarIs, files, first_line, modified, same_dir};
+use super::words::{Collector, json_lines, read_file, text_of, time_of, together};
+use super::{Agent, BASE, IdShape, LimitUnit, ReadLimit, Resume, SessionId, Straight};
+use crate::model::Transcript;
+
+/// `$CODEX_HOME`, default `~/.codex`.
+pub const HOME: Home = Home {
+    var: Some("CODEX_HOME"),
+    var_is: VarIs::Dir,
+    dir: ".codex",
+};
+
+/// Codex's row.
+pub const AGENT: Agent = Agent {
+    id: "codex",
+    name: "Codex",
+    executables: &["codex"],
+    context_file: "AGENTS.md",
+    read_limit: Some(ReadLimit {
+        amount: 32 * 1024,
+        unit: LimitUnit::Bytes,
+    }),
+    resume: Some(Resume {
+        args: &["resume", "{id}"],
+        subcommands: &["exec", "e"],
+    }),
+    session_id: SessionId::Discover,
+    // Ids: UUID v7, `session_meta.payload.id` (checked: codex-cli 0.171.0 rollouts).
+    id_shape: IdShape::Uuid,
+    straight: Straight {
+        // checked: codex-cli 0.171.0 `--help` (Commands; `-V/--version`, `-h/--help`).
+        // Not straight: `exec`/`e`, `review`, `resume`, `fork`, `agents` (sessions), and
+        // `apply`/`a`, `cloud` (they change the work tree, worth a record).
+        subcommands: &[
+            "login",
+            "logout",
+            "mcp",
+            "plugin",
+            "app-server",
+            "remote-control",
+            "completion",
+            "update",
+            "doctor",
+            "sandbox",
+            "debug",
+            "queue",
+            "archive",
+            "delete",
+            "unarchive",
+            "migrate-rollouts",
+            "migrate-nfs-db",
+            "exec-server",
+            "features",
+            "help",
+        ],
+        flags: &["-V", "--version", "-h", "--help"],
+    },
+    home: Some(HOME),
+    store: Some(&Rollouts),
+    hooks: Some(Hooks {
+        key: "codex",
+        project_file: ".codex/config.toml",
+        user_file: "config.toml",
+        format: Format::Toml,
+        events: &[
+            ("SessionStart", Event::SessionStart),
+            ("Stop", Event::Stop),
+            ("SessionEnd", Event::SessionEnd),
+        ],
+        timeout: 30,
+        unit: Unit::Seconds,
+        last_message_field: "last_assistant_message",
+        caveat: Some(
+            "Codex runs new hooks only after you review and trust them: start `codex` and approve them in `/hooks`. It reads a project's .codex/config.toml only when the project is trusted.",
+        ),
+    }),
+    mcp: Some(Mcp {
+        shape: Shape::CodexToml,
+        hint: "# Codex: add to ~/.codex/config.toml, or run `codex mcp add pas-agent -- pas-agent mcp`",
+        one_run: Some(OneRun::CodexOverrides),
+    }),
+    ..BASE
+};
+
+/// The `sessions` store of rollouts.
+struct Rollouts;
+
+impl Store for Rollouts {
+    fn dir(&self) -> Option<PathBuf> {
+        Some(HOME.path()?.join("sessions"))
+    }
+
+    fn sessions(&self, q: &Query<'_>) -> Vec<Candidate> {
+        self.dir().map(|d| sessions(&d, q)).unwrap_or_default()
+    }
+
+    fn transcript(
+        &self,
+        id: &str,
+        _cwd: &Path,
+        since: DateTime<Utc>,
+        hint: Option<&Path>,
+    ) -> Transcript {
+        read(id, since, hint)
+    }
+}
+
+/// Rollouts under `sessions` in the day directories of the window (local and UTC dates, a day
+/// either side) whose `session_meta` has this cwd and a start inside the window.
+fn sessions(sessions: &Path, q: &Query<'_>) -> Vec<Candidate> {
+    let mut days = std::collections::BTreeSet::new();
+    let mut day = (q.from - chrono::Duration::days(1)).date_naive();
+    let last = (q.to + chrono::Duration::days(1)).date_naive();
+    while day <= last {
+        days.insert(day);
+        match day.succ_opt() {
+            Some(next) => day = next,
+            None => break,
+        }
+    }
+    let mut out = Vec::new();
+    for day in days {
+        let dir = sessions.join(day.format("%Y/%m/%d").to_string());
+        for path in files(&dir) {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            if !name.is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl")) {
+                continue;
+            }
+            if modified(&path).is_some_and(|m| m < q.from) {
+                continue;
+            }
+            let Some(meta) = first_line(&path) else {
+                continue;
+            };
+            if meta["type"] != "session_meta" {
+                continue;
+            }
+            let p = &meta["payload"];
+            let (Some(id), Some(cwd), Some(t)) = (
+                p["id"].as_str(),
+                p["cwd"].as_str(),
+                time_of(&p["timestamp"]),
+            ) else {
+                continue;
+            };
+            if same_dir(cwd, q.cwd) && q.inside(t) {
+                out.push(Candidate {
+                    id: id.to_string(),
+                    at: t,
+                    file: Some(path),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The rollout of session `id`: `hint` when it is a file, else every
+/// `sessions/**/rollout-*-<id>.jsonl` (a session resumed another day may be written to a new
+/// file; the files are read oldest first).
+fn read(id: &str, since: DateTime<Utc>, hint: Option<&Path>) -> Transcript {
+    let paths = find(id, hint);
+    let Some(newest) = paths.last() else {
+        return Transcript::missing(format!(
+            "no Codex rollout of session {id} was found under {}",
+            Rollouts
+                .dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|| "~/.codex/sessions (no HOME)".into())
+        ));
+    };
+    let limit = crate::limits::TRANSCRIPT;
+    let mut text = String::new();
+    for path in &paths {
+        match read_file(path) {
+            Ok(t) => {
+                text.push_str(&t);
+                text.push('\n');
+            }
+            Err(why) => return Transcript::missing(why),
+        }
+        // Together, the rollouts are held to one transcript's limit.
+        if text.len() as u64 > limit.bytes {
+            return Transcript::missing(format!(
+                "the {} rollouts of session {id} are not read: {}",
+                paths.len(),
+                together(limit, text.len() as u64)
+            ));
+        }
+    }
+    parse(&text, since).finish(newest)
+}
+
+/// At most this many rollouts of one session are read.
+const MAX_FILES: usize = 16;
+
+/// The subdirectories of `dir`, by name.
+fn dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
+fn find(id: &str, hint: Option<&Path>) -> Vec<PathBuf> {
+    if let Some(h) = hint.filter(|h| h.is_file()) {
+        return vec![h.to_path_buf()];
+    }
+    let Some(sessions) = Rollouts.dir() else {
+        return Vec::new();
+    };
+    let suffix = format!("-{id}.jsonl");
+    let mut found = Vec::new();
+    for year in dirs(&sessions) {
+        for month in dirs(&year) {
+            for day in dirs(&month) {
+                let mut here: Vec<PathBuf> = std::fs::read_dir(&day)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        name.starts_with("rollout-") && name.ends_with(&suffix)
+                    })
+                    .map(|e| e.path())
+                    .collect();
+                here.sort();
+                found.extend(here);
+            }
+        }
+    }
+    let skip = found.len().saturating_sub(MAX_FILES);
+    found.split_off(skip)
+}
+
+/// The words of the lines after `since`.
+pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
+    let mut c = Collector::default();
+    json_lines(text, &mut c, |v, c| {
+        if time_of(&v["timestamp"]).is_none_or(|t| t < since) {
+            return;
+        }
+        let p = &v["payload"];
+        match v["type"].as_str().unwrap_or_default() {
+            "turn_context" => {
+                if let Some(m) = p["model"].as_str() {
+                    c.model(m);
+                }
+            }
+            "event_msg" => match p["type"].as_str().unwrap_or_default() {
+                "item_completed" => {
+                    let item = &p["item"];
+                    match item["type"].as_str().unwrap_or_default() {
+                        "UserMessage" => c.prompt(&text_of(&item["content"], &[])),
+                        "AgentMessage" => c.answer(&text_of(&item["content"], &[])),
+                        _ => {}
+                    }
+                }
+                "user_message" => c.prompt(p["message"].as_str().unwrap_or_default()),
+                "agent_message" => c.answer(p["message"].as_str().unwrap_or_default()),
+                "task_complete" => {
+                    if let Some(m) = p["last_agent_message"].as_str() {
+                        c.answer(m);
+                    }
+                }
+                "token_count" => {
+                    let u = &p["info"]["last_token_usage"];
+                    if u.is_object() {
+                        c.tokens(
+                            u["input_tokens"].as_u64(),
+                            u["output_tokens"].as_u64(),
+                            u["cached_input_tokens"].as_u64(),
+                            u["cache_write_input_tokens"].as_u64(),
+                        );
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    });
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::store::Candidate;
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn both_event_layouts_are_read_after_since() {
+        let l = |t: &str, kind: &str, payload: Value| {
+            serde_json::json!({"timestamp": t, "type": kind, "payload": payload}).to_string()
+        };
+        let text = [
+            l("2026-01-01T00:00:00Z", "session_meta", serde_json::json!({"id": "x"})),
+            l("2026-01-01T00:00:01Z", "event_msg", serde_json::json!({"type": "user_message", "message": "old"})),
+            l("2026-01-02T00:00:00Z", "turn_context", serde_json::json!({"model": "gpt-x"})),
+            l("2026-01-02T00:00:01Z", "event_msg", serde_json::json!({"type": "item_completed", "item": {"type": "UserMessage", "content": [{"type": "text", "text": "new"}]}})),
+            l("2026-01-02T00:00:02Z", "event_msg", serde_json::json!({"type": "agent_message", "message": "answer"})),
+            l("2026-01-02T00:00:03Z", "event_msg", serde_json::json!({"type": "token_count", "info": {"last_token_usage": {"input_tokens": 7, "output_tokens": 2}}})),
+        ]
+        .join("\n");
+        let since = time_of(&"2026-01-01T12:00:00Z".into()).unwrap();
+        let t = parse(&text, since).finish(Path::new("/r.jsonl"));
+        assert_eq!(t.prompts, ["new"]);
+        assert_eq!(t.last_answer.as_deref(), Some("answer"));
+        assert_eq!(t.model.as_deref(), Some("gpt-x"));
+        assert_eq!(t.tokens.unwrap().input, Some(7));
+        assert!(t.missing.is_none());
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn window(cwd: &Path, start: DateTime<Utc>) -> Query<'_> {
+        Query {
+            cwd,
+            from: start - chrono::Duration::seconds(2),
+            to: start + chrono::Duration::seconds(32),
+            program: None,
+        }
+    }
+
+    fn ids(mut found: Vec<Candidate>) -> Vec<String> {
+        found.sort_by_key(|c| std::cmp::Reverse(c.at));
+        found.into_iter().map(|c| c.id).collect()
+    }
+
+    #[test]
+    fn rollouts_match_on_cwd_and_start_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("sessions");
+        let cwd = tmp.path().join("proj");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let start = Utc::now();
+        let day = root.join(start.format("%Y/%m/%d").to_string());
+        let meta = |id: &str, dir: &Path, t: DateTime<Utc>| {
+            format!(
+                "{{\"type\":\"session_meta\",\"payload\":{{\"id\":\"{id}\",\"timestamp\":\"{}\",\"cwd\":\"{}\"}}}}\n{{}}\n",
+                t.to_rfc3339(),
+                dir.display()
+            )
+        };
+        let later = start + chrono::Duration::seconds(5);
+        write(
+            &day.join("rollout-a-1.jsonl"),
+            &meta("in-run", &cwd, start + chrono::Duration::seconds(1)),
+        );
+        write(&day.join("rollout-a-2.jsonl"), &meta("newest", &cwd, later));
+        write(
+            &day.join("rollout-b.jsonl"),
+            &meta("elsewhere", tmp.path(), later),
+        );
+        write(
+            &day.join("rollout-c.jsonl"),
+            &meta("before", &cwd, start - chrono::Duration::minutes(10)),
+        );
+        write(&day.join("notes.txt"), "not a rollout");
+        assert_eq!(
+            ids(sessions(&root, &window(&cwd, start))),
+            ["newest", "in-run"]
+        );
+        let an_hour_ago = start - chrono::Duration::hours(1);
+        assert!(
+            sessions(&root, &window(tmp.path(), an_hour_ago)).is_empty(),
+            "nothing of that cwd started then"
+        );
+    }
+}

@@ -1,0 +1,83 @@
+//! What an agent's lifecycle hooks look like to pas-agent ([`Hooks`], one per agent that has
+//! them): where its settings files are, in which format, which of its events run which of
+//! pas-agent's, and the fields of the payload it sends. `crate::integrate` edits the files and
+//! handles the events from these facts alone.
+
+/// What pas-agent does on one of the agent's hook events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The agent session starts: print the session as context, remember HEAD and the time.
+    SessionStart,
+    /// The agent finished a turn: remember its last message.
+    Stop,
+    /// The agent session ends: record a run.
+    SessionEnd,
+}
+
+impl Event {
+    /// Every event, in the order a session sees them.
+    pub const ALL: [Event; 3] = [Event::SessionStart, Event::Stop, Event::SessionEnd];
+
+    /// The word on the installed command line (`session-start`, `stop`, `session-end`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Event::SessionStart => "session-start",
+            Event::Stop => "stop",
+            Event::SessionEnd => "session-end",
+        }
+    }
+
+    /// The event named by [`Event::word`].
+    pub fn from_word(word: &str) -> Option<Event> {
+        Event::ALL.into_iter().find(|e| e.word() == word)
+    }
+}
+
+/// How the agent's settings file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// JSON with Claude Code's hook shape (`hooks.<Event>: [{matcher?, hooks: [{type:
+    /// "command", command, timeout}]}]`), shared by Gemini CLI; `comments`: the agent strips
+    /// `//` and `/* */` comments before parsing (Gemini CLI), so a file with comments is valid
+    /// and they are kept.
+    Json {
+        /// Whether comments are allowed.
+        comments: bool,
+    },
+    /// TOML (Codex's `config.toml`, `[[hooks.<Event>]]` tables).
+    Toml,
+}
+
+/// The unit of [`Hooks::timeout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Seconds.
+    Seconds,
+    /// Milliseconds.
+    Millis,
+}
+
+/// One agent's lifecycle hooks, as pas-agent installs them.
+#[derive(Debug, Clone, Copy)]
+pub struct Hooks {
+    /// The word on the command line (`pas-agent integrate claude`) and in the installed
+    /// command (`pas-agent lifecycle claude stop`).
+    pub key: &'static str,
+    /// The project-level settings file, relative to the project root.
+    pub project_file: &'static str,
+    /// The user-level settings file, relative to the agent's home directory
+    /// (`crate::agents::Agent::home`).
+    pub user_file: &'static str,
+    /// The settings file's format.
+    pub format: Format,
+    /// The agent's hook event names and what pas-agent does on each, in install order.
+    pub events: &'static [(&'static str, Event)],
+    /// The `timeout` put on each installed handler, in [`Hooks::unit`].
+    pub timeout: u64,
+    /// The unit the agent reads `timeout` in.
+    pub unit: Unit,
+    /// Name of the field of the end-of-turn payload that holds the agent's last message.
+    pub last_message_field: &'static str,
+    /// What the user must still do before the agent runs the hooks, if anything.
+    pub caveat: Option<&'static str>,
+}

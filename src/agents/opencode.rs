@@ -1,0 +1,223 @@
+//! OpenCode (`opencode`): everything pas-agent knows about it.
+//!
+//! - **Context**: `AGENTS.md` found walking up from the working directory
+//!   (opencode.ai/docs/rules).
+//! - **Launch**: `-s/--session <id>` continues a session, for the TUI and for `opencode run`
+//!   (opencode.ai/docs/cli; checked: opencode 1.18.33 `--help`, `run --help`).
+//! - **Store**: an SQLite database (`~/.local/share/opencode/opencode.db` in 1.x) whose tables
+//!   are not a public interface; OpenCode's own commands are: `opencode session list --format
+//!   json` prints `[{"id","title","updated","created","projectId","directory"}]`, times in ms,
+//!   and `opencode export <id>` one JSON object, `{"info":{…},"messages":[{"info":{"role":
+//!   "user"|"assistant","time":{"created":<ms>},"modelID","tokens":{"input","output","cache":
+//!   {"read","write"}}},"parts":[{"type":"text","text"}…]}…]}` (checked: opencode 1.18.33 `run`
+//!   and `run --session` against a mock model).
+//! - **Transcript**: messages created after `since`: a user message's text parts are a
+//!   prompt, an assistant message's text parts an answer (with its model and tokens). The
+//!   commands run in the run's directory with a timeout, and at most
+//!   [`crate::limits::TRANSCRIPT`] bytes of their output are read.
+//! - **MCP**: `mcp` in `opencode.json` (opencode.ai/docs/mcp-servers); no option for one run.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::mcp::{Mcp, Shape};
+use super::store::{Candidate, Query, Store, run_program, same_dir};
+use super::words::{Collector, text_of};
+use super::{Agent, BASE, IdShape, Resume, SessionId, Straight};
+use crate::model::Transcript;
+
+/// OpenCode's row.
+pub const AGENT: Agent = Agent {
+    id: "opencode",
+    name: "OpenCode",
+    executables: &["opencode"],
+    context_file: "AGENTS.md",
+    resume: Some(Resume {
+        args: &["--session", "{id}"],
+        subcommands: &["run"],
+    }),
+    session_id: SessionId::Discover,
+    // Ids: `ses_` then 12 hex digits and 14 base-62 characters (checked: opencode 1.18.33,
+    // `Identifier.create` in its bundle).
+    id_shape: IdShape::PrefixedAlnum {
+        prefix: "ses_",
+        len: 26,
+    },
+    straight: Straight {
+        // checked: opencode 1.18.33 `--help`. Not straight: the TUI (`[project]`), `run`,
+        // `attach`, `acp`, `serve`, `web` (they host sessions) and `pr` (starts one).
+        subcommands: &[
+            "completion",
+            "mcp",
+            "debug",
+            "providers",
+            "auth",
+            "agent",
+            "upgrade",
+            "uninstall",
+            "models",
+            "stats",
+            "export",
+            "import",
+            "github",
+            "session",
+            "plugin",
+            "plug",
+            "db",
+        ],
+        flags: &["-v", "--version", "-h", "--help"],
+    },
+    store: Some(&Listed {
+        program: "opencode",
+    }),
+    mcp: Some(Mcp {
+        shape: Shape::OpenCodeJson,
+        hint: "# OpenCode: merge into opencode.json at the project root or ~/.config/opencode/opencode.json",
+        one_run: None,
+    }),
+    ..BASE
+};
+
+/// How long listing sessions may take.
+const LIST_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long an export may take (it starts OpenCode's whole runtime: seconds).
+pub const EXPORT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A store read through the agent's own `session list` and `export` commands: OpenCode's,
+/// and those of its forks.
+pub struct Listed {
+    /// The executable looked for on `PATH` when the launcher has not resolved one.
+    pub program: &'static str,
+}
+
+impl Listed {
+    fn program(&self, given: Option<&Path>) -> Option<PathBuf> {
+        given
+            .map(Path::to_path_buf)
+            .or_else(|| which::which(self.program).ok())
+    }
+}
+
+impl Store for Listed {
+    fn dir(&self) -> Option<PathBuf> {
+        None
+    }
+
+    fn checked_after_resume(&self) -> bool {
+        false
+    }
+
+    fn sessions(&self, q: &Query<'_>) -> Vec<Candidate> {
+        let Some(program) = self.program(q.program) else {
+            return Vec::new();
+        };
+        let Ok(out) = run_program(
+            &program,
+            &["session", "list", "--format", "json"],
+            q.cwd,
+            LIST_TIMEOUT,
+            crate::limits::TRANSCRIPT.bytes,
+        ) else {
+            return Vec::new();
+        };
+        let Ok(sessions) = serde_json::from_slice::<Value>(&out) else {
+            return Vec::new();
+        };
+        sessions
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["directory"].as_str().is_some_and(|d| same_dir(d, q.cwd)))
+            .filter_map(|s| {
+                let at = DateTime::<Utc>::from_timestamp_millis(s["created"].as_i64()?)?;
+                Some(Candidate {
+                    id: s["id"].as_str()?.to_string(),
+                    at,
+                    file: None,
+                })
+            })
+            .filter(|c| q.inside(c.at))
+            .collect()
+    }
+
+    fn transcript(
+        &self,
+        id: &str,
+        cwd: &Path,
+        since: DateTime<Utc>,
+        _hint: Option<&Path>,
+    ) -> Transcript {
+        let Some(program) = self.program(None) else {
+            return Transcript::missing(format!(
+                "{} is not on PATH, so its session could not be exported",
+                self.program
+            ));
+        };
+        read(&program, id, cwd, since)
+    }
+}
+
+/// The words of session `id` after `since`. `hint` is not used: OpenCode has no session file.
+fn read(program: &Path, id: &str, cwd: &Path, since: DateTime<Utc>) -> Transcript {
+    if !id.starts_with("ses_") || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Transcript::missing(format!("{id} is not a session id of {}", program.display()));
+    }
+    let name = program
+        .file_name()
+        .map_or_else(|| program.to_string_lossy(), |n| n.to_string_lossy());
+    let text = match run_program(
+        program,
+        &["export", id],
+        cwd,
+        EXPORT_TIMEOUT,
+        crate::limits::TRANSCRIPT.bytes,
+    ) {
+        Ok(out) => String::from_utf8_lossy(&out).into_owned(),
+        Err(why) => return Transcript::missing(why),
+    };
+    let start = text.find('{').unwrap_or(0);
+    let Ok(v) = serde_json::from_str::<Value>(&text[start..]) else {
+        return Transcript::missing(format!(
+            "`{name} export {id}` printed no session this version can read"
+        ));
+    };
+    let Some(messages) = v["messages"].as_array() else {
+        return Transcript::missing(format!(
+            "`{name} export {id}` printed a layout this version does not know (no messages)"
+        ));
+    };
+    let mut c = Collector::default();
+    for m in messages {
+        let info = &m["info"];
+        let created = info["time"]["created"]
+            .as_i64()
+            .and_then(DateTime::<Utc>::from_timestamp_millis);
+        if created.is_none_or(|t| t < since) {
+            continue;
+        }
+        let text = text_of(&m["parts"], &["text"]);
+        match info["role"].as_str().unwrap_or_default() {
+            "user" => c.prompt(&text),
+            "assistant" => {
+                if let Some(model) = info["modelID"].as_str() {
+                    c.model(model);
+                }
+                let t = &info["tokens"];
+                if t.is_object() {
+                    c.tokens(
+                        t["input"].as_u64(),
+                        t["output"].as_u64(),
+                        t["cache"]["read"].as_u64(),
+                        t["cache"]["write"].as_u64(),
+                    );
+                }
+                c.answer(&text);
+            }
+            _ => {}
+        }
+    }
+    c.finish(Path::new(&format!("{name} export {id}")))
+}

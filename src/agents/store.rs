@@ -1,0 +1,292 @@
+//! An agent's own session store: the [`Store`] interface each agent module implements, where
+//! an agent keeps its files ([`Home`]), and the small readers the stores share.
+//!
+//! A store answers three questions for the rest of pas-agent: which sessions of a directory
+//! started in a window of time ([`Store::sessions`], how the launcher learns a run's session
+//! id), whether a session id is really there ([`Store::has`], how a chosen id is confirmed),
+//! and what was said in a session ([`Store::transcript`], the run's words). Nothing here fails:
+//! a store that is missing, damaged or in a layout this version does not know yields no
+//! sessions, and a transcript whose `missing` says why.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::model::Transcript;
+
+/// At most this much of a first line is read (a Codex rollout's first line carries the whole
+/// system prompt, tens of kilobytes).
+pub const MAX_LINE: u64 = 4 * 1024 * 1024;
+
+/// One agent's session store.
+pub trait Store: Sync {
+    /// The directory whose files hold the agent's sessions: the launcher watches which of them
+    /// the agent's processes hold open during a run (`None` when it cannot be found, or the
+    /// store is not a directory of files).
+    fn dir(&self) -> Option<PathBuf>;
+
+    /// The sessions of `query.cwd` that started between `query.from` and `query.to`, in any
+    /// order. Errors are no sessions.
+    fn sessions(&self, query: &Query<'_>) -> Vec<Candidate>;
+
+    /// Whether a resumed run's session is looked up here afterwards (a resume that forks, or
+    /// an agent that starts a new id on resume, shows up in the store); `false` where asking
+    /// costs a start of the agent itself, and the resumed id is recorded as it was.
+    fn checked_after_resume(&self) -> bool {
+        true
+    }
+
+    /// Whether the store holds session `id` of directory `cwd`: `Some(false)` when it surely
+    /// does not (a chosen id the agent did not use), `None` when the store cannot tell.
+    fn has(&self, id: &str, cwd: &Path) -> Option<bool> {
+        let _ = (id, cwd);
+        None
+    }
+
+    /// What was said in session `id`, run in `cwd`, after `since`. `hint` is a path to the
+    /// session's file that the agent itself gave (a hook payload's `transcript_path`); it is
+    /// tried first, and the store is searched when it is absent or not that session's.
+    fn transcript(
+        &self,
+        id: &str,
+        cwd: &Path,
+        since: DateTime<Utc>,
+        hint: Option<&Path>,
+    ) -> Transcript;
+}
+
+impl std::fmt::Debug for dyn Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Store")
+    }
+}
+
+/// Which sessions [`Store::sessions`] is asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    /// The directory the agent ran in.
+    pub cwd: &'a Path,
+    /// The earliest start time (inclusive).
+    pub from: DateTime<Utc>,
+    /// The latest start time (inclusive).
+    pub to: DateTime<Utc>,
+    /// The agent's executable, for stores read through the agent itself (OpenCode's session
+    /// list); `None`: found on `PATH`.
+    pub program: Option<&'a Path>,
+}
+
+impl Query<'_> {
+    /// Whether `t` falls inside the window.
+    pub fn inside(&self, t: DateTime<Utc>) -> bool {
+        t >= self.from && t <= self.to
+    }
+}
+
+/// One session found in a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The agent's session id, as the store holds it (checked against the agent's id shape by
+    /// the caller).
+    pub id: String,
+    /// When the session started (or, where the store has no start time, when its file was
+    /// last written).
+    pub at: DateTime<Utc>,
+    /// The file the session is kept in, when it is one file.
+    pub file: Option<PathBuf>,
+}
+
+/// Where an agent keeps its files: `var`, when set to a non-empty value, names either that
+/// directory itself or a replacement for `$HOME` under which `dir` is looked for; otherwise
+/// `$HOME/dir`. One rule for the store, the user-level settings and the MCP settings alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Home {
+    /// The agent's environment variable (`CLAUDE_CONFIG_DIR`, `GEMINI_CLI_HOME`), if it has one.
+    pub var: Option<&'static str>,
+    /// What the variable names.
+    pub var_is: VarIs,
+    /// The directory relative to `$HOME` (`.claude`, `.pi/agent`).
+    pub dir: &'static str,
+}
+
+/// What an agent's home variable names (see [`Home`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarIs {
+    /// The agent's directory itself (`CODEX_HOME=/x` → `/x`).
+    Dir,
+    /// A replacement for `$HOME` (`GEMINI_CLI_HOME=/x` → `/x/.gemini`).
+    Home,
+}
+
+impl Home {
+    /// The agent's directory, or `None` when neither its variable nor `HOME` is set.
+    pub fn path(&self) -> Option<PathBuf> {
+        match self.var.and_then(env_dir) {
+            Some(v) if self.var_is == VarIs::Dir => Some(v),
+            Some(v) => Some(v.join(self.dir)),
+            None => Some(home()?.join(self.dir)),
+        }
+    }
+}
+
+/// A non-empty environment variable as a path.
+pub fn env_dir(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The user's home directory: `HOME`, else `USERPROFILE`.
+pub fn home() -> Option<PathBuf> {
+    env_dir("HOME").or_else(|| env_dir("USERPROFILE"))
+}
+
+/// The subdirectories of `dir`, in no particular order.
+pub fn subdirs(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+}
+
+/// The regular files in `dir`, in no particular order.
+pub fn files(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+}
+
+/// When `path` was last written.
+pub fn modified(path: &Path) -> Option<DateTime<Utc>> {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .map(DateTime::<Utc>::from)
+}
+
+/// The first line of a file, at most [`MAX_LINE`] bytes, as JSON.
+pub fn first_line(path: &Path) -> Option<Value> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut line = Vec::new();
+    BufReader::new(file.take(MAX_LINE))
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    serde_json::from_slice(&line).ok()
+}
+
+/// A whole file (at most [`MAX_LINE`] bytes) as one JSON value.
+pub fn whole_json(path: &Path) -> Option<Value> {
+    let mut text = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(MAX_LINE)
+        .read_to_end(&mut text)
+        .ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+/// Whether the directory an agent recorded, `a`, is `b` (as written, or once both are made
+/// canonical).
+pub fn same_dir(a: &str, b: &Path) -> bool {
+    let a = Path::new(a);
+    a == b || a.canonicalize().ok().as_deref() == b.canonicalize().ok().as_deref()
+}
+
+/// `cwd` with every character that is not an ASCII letter or digit as `-`: the project key of
+/// Claude Code's and Qwen Code's stores (`/home/u/my.app` → `-home-u-my-app`).
+pub fn dashed(cwd: &Path) -> String {
+    cwd.to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// Runs `program args…` in `cwd` with no input and at most `timeout`, and returns at most
+/// `limit` bytes of its standard output, or why not (it could not start, took too long,
+/// printed more than `limit`, or failed). Past the limit the rest is drained unread, so that a
+/// huge output ends at pipe speed rather than at the timeout.
+pub fn run_program(
+    program: &Path,
+    args: &[&str],
+    cwd: &Path,
+    timeout: Duration,
+    limit: u64,
+) -> Result<Vec<u8>, String> {
+    let shown = format!(
+        "`{} {}`",
+        program
+            .file_name()
+            .map_or_else(|| program.to_string_lossy(), |n| n.to_string_lossy()),
+        args.join(" ")
+    );
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .env("PWD", cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{shown} could not be started: {e}"))?;
+    let stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        if let Some(mut s) = stdout {
+            let _ = (&mut s).take(limit + 1).read_to_end(&mut out);
+            let _ = std::io::copy(&mut s, &mut std::io::sink());
+        }
+        out
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{shown} did not finish within {} s",
+                    timeout.as_secs()
+                ));
+            }
+        }
+    };
+    let out = reader.join().unwrap_or_default();
+    if out.len() as u64 > limit {
+        return Err(format!(
+            "{shown} printed more than {} ({limit} bytes) an agent transcript may hold",
+            crate::limits::human(limit),
+        ));
+    }
+    if !status.success() {
+        return Err(format!("{shown} failed ({status})"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_home_variable_names_the_directory_or_a_home() {
+        // Read without changing the process's environment: a variable that is never set.
+        let dir = Home {
+            var: Some("PAS_AGENT_TEST_NEVER_SET"),
+            var_is: VarIs::Dir,
+            dir: ".x",
+        };
+        assert_eq!(dir.path(), home().map(|h| h.join(".x")));
+        assert_eq!(dashed(Path::new("/home/u/my.app")), "-home-u-my-app");
+    }
+}

@@ -1,0 +1,189 @@
+//! The bytes of `session.json`: parsing them, with errors that name the file and the problem,
+//! and writing them as the original PAS-Agent does.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::model::{SCHEMA_VERSION, Session};
+
+/// Pretty JSON (two-space indent), as the original writes it, with `schema_version` set to
+/// this build's version.
+pub fn to_json(session: &Session) -> serde_json::Result<Vec<u8>> {
+    if session.schema_version == SCHEMA_VERSION {
+        return serde_json::to_vec_pretty(session);
+    }
+    let mut s = session.clone();
+    s.schema_version = SCHEMA_VERSION;
+    serde_json::to_vec_pretty(&s)
+}
+
+/// Parses the bytes of a session file.
+///
+/// Errors, all naming `path` and leaving the file alone:
+/// - [`Error::Damaged`] for an empty file, a UTF-8 byte order mark, invalid UTF-8 (with the
+///   byte offset), invalid JSON or a wrongly typed field (with serde's line and column);
+/// - [`Error::Damaged`] also for values this build cannot write back exactly (see
+///   [`super::exact`]): numbers beyond `f64`/`u64`/`i64` precision, duplicate keys;
+/// - [`Error::Unsupported`] when `schema_version` is newer than [`SCHEMA_VERSION`], checked
+///   before the shape so a newer layout is reported as such.
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
+    let damaged = |problem: String| Error::Damaged {
+        path: path.to_path_buf(),
+        problem,
+    };
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        return Err(damaged(
+            "the file starts with a UTF-8 byte order mark, which JSON does not allow; remove the first three bytes".into(),
+        ));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        damaged(format!(
+            "the file is not valid UTF-8 (bad byte at offset {})",
+            e.valid_up_to()
+        ))
+    })?;
+    if text.trim().is_empty() {
+        return Err(damaged("the file is empty".into()));
+    }
+    if is_conflicted(text) && serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+        return Err(Error::Unmerged {
+            path: path.to_path_buf(),
+        });
+    }
+    let unsupported = |found: u64| Error::Unsupported {
+        path: path.to_path_buf(),
+        found,
+        supported: SCHEMA_VERSION,
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    // The error carries the path of the field being read (`task.remaining[0]`).
+    let parsed: std::result::Result<Session, (String, serde_json::Error)> =
+        match serde_path_to_error::deserialize::<_, Session>(&mut de) {
+            Ok(s) => de.end().map(|()| s).map_err(|e| (String::new(), e)),
+            Err(e) => Err((e.path().to_string(), e.into_inner())),
+        };
+    match parsed {
+        Ok(s) if s.schema_version > SCHEMA_VERSION => Err(unsupported(s.schema_version.into())),
+        // Fields this build does not know are written back: refuse what it cannot keep exactly.
+        Ok(s) => match super::exact::check(text) {
+            Ok(()) => Ok(s),
+            Err(problem) => Err(damaged(format!(
+                "{problem}; pas-agent will not rewrite a file it cannot write back exactly"
+            ))),
+        },
+        Err((path, e)) => {
+            #[derive(Deserialize)]
+            struct Probe {
+                #[serde(default)]
+                schema_version: serde_json::Value,
+            }
+            if let Ok(probe) = serde_json::from_str::<Probe>(text)
+                && let Some(v) = probe.schema_version.as_u64()
+                && v > u64::from(SCHEMA_VERSION)
+            {
+                return Err(unsupported(v));
+            }
+            let hint = if e.is_eof() {
+                " (the file looks truncated)"
+            } else {
+                ""
+            };
+            // Name the field when the JSON is well formed but a value is wrong.
+            let field = if e.is_data() && !path.is_empty() && path != "." {
+                format!("field `{path}`: ")
+            } else {
+                String::new()
+            };
+            Err(damaged(format!(
+                "not a valid session file: {field}{e}{hint}"
+            )))
+        }
+    }
+}
+
+/// Whether `text` holds a git conflict (see `super::merge::split_conflict`).
+pub fn is_conflicted(text: &str) -> bool {
+    text.contains("\n<<<<<<<") || text.starts_with("<<<<<<<")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn p() -> PathBuf {
+        PathBuf::from("/x/.pas-agent/session.json")
+    }
+
+    fn minimal() -> &'static str {
+        r#"{"id":"46d89609-104d-4a43-907d-dbca99704a85","project_name":"p","created_at":"2026-09-17T04:30:00Z","updated_at":"2026-09-17T04:39:00Z","task":{}}"#
+    }
+
+    #[test]
+    fn legacy_file_without_version_loads_as_v1() {
+        let s = parse(&p(), minimal().as_bytes()).unwrap();
+        assert_eq!(s.schema_version, 1);
+        assert!(s.checkpoints.is_empty());
+    }
+
+    #[test]
+    fn bad_inputs_are_damaged_with_a_reason() {
+        let cases: [(&[u8], &str); 6] = [
+            (b"", "empty"),
+            (b"  \n", "empty"),
+            (b"\xEF\xBB\xBF{}", "byte order mark"),
+            (b"{\"id\": \"\xff\"}", "UTF-8"),
+            (b"{\"id\": ", "truncated"),
+            (b"[1,2]", "not a valid session file"),
+        ];
+        for (bytes, want) in cases {
+            let err = parse(&p(), bytes).unwrap_err();
+            assert!(
+                matches!(err, Error::Damaged { .. }) && err.to_string().contains(want),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_type_names_line_and_column() {
+        let text = minimal().replace(r#""project_name":"p""#, r#""project_name":5"#);
+        let err = parse(&p(), text.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("line 1 column"), "{err}");
+    }
+
+    #[test]
+    fn wrong_values_name_their_field() {
+        let text = minimal().replace("2026-09-17T04:30:00Z", "yesterday");
+        let err = parse(&p(), text.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("field `created_at`"), "{err}");
+        let text = minimal().replace(r#""task":{}"#, r#""task":{"remaining":[1]}"#);
+        let err = parse(&p(), text.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("field `task.remaining[0]`"), "{err}");
+    }
+
+    #[test]
+    fn newer_version_is_unsupported_even_with_an_unknown_shape() {
+        let err = parse(&p(), br#"{"schema_version": 7, "whatever": true}"#).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { found: 7, .. }));
+        let text = minimal().replacen('{', r#"{"schema_version":2,"#, 1);
+        assert!(matches!(
+            parse(&p(), text.as_bytes()).unwrap_err(),
+            Error::Unsupported { found: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip() {
+        let text = minimal().replace(
+            r#""task":{}"#,
+            r#""task":{"mood":"good"},"future":[1,{"a":null}]"#,
+        );
+        let s = parse(&p(), text.as_bytes()).unwrap();
+        let again: serde_json::Value = serde_json::from_slice(&to_json(&s).unwrap()).unwrap();
+        assert_eq!(again["future"], serde_json::json!([1, {"a": null}]));
+        assert_eq!(again["task"]["mood"], "good");
+    }
+}
