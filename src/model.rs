@@ -510,6 +510,13 @@ impl TaskState {
 pub const MAX_PROMPTS: usize = 8;
 /// Each prompt is cut to this many characters (an ellipsis marks the cut).
 pub const MAX_PROMPT_CHARS: usize = 1000;
+/// At most this many files written by the agent's tools are kept ([`Transcript::edits`]).
+pub const MAX_EDITS: usize = 50;
+/// At most this many of the agent's shell commands are kept, the latest
+/// ([`Transcript::commands`]).
+pub const MAX_COMMANDS: usize = 20;
+/// Each command line is cut to this many characters.
+pub const MAX_COMMAND_CHARS: usize = 300;
 /// The last answer is cut to this many characters ([`Transcript::answer_truncated`]).
 pub const MAX_ANSWER_CHARS: usize = 4000;
 
@@ -546,10 +553,39 @@ pub struct Transcript {
     /// Token counts of the run, where the store has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<Tokens>,
+    /// The files the agent's own tools wrote during the run (its edit, write and patch tools,
+    /// with the paths its transcript gives), each once, in the order first written; at most
+    /// [`MAX_EDITS`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub edits: Vec<String>,
+    /// How many more files the tools wrote than [`Transcript::edits`] holds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub edits_omitted: usize,
+    /// The shell commands the agent's tools ran during the run, the latest
+    /// [`MAX_COMMANDS`], oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<CommandRun>,
+    /// How many earlier commands are not in [`Transcript::commands`].
+    #[serde(skip_serializing_if = "is_zero")]
+    pub commands_omitted: usize,
     /// Why the words are missing or incomplete (no session id, no store file, a damaged or
     /// huge file, an unknown layout); `None` when they were read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
+    /// Fields this build does not know, kept in file order and written back unchanged.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One shell command an agent's tool ran, as its transcript records it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CommandRun {
+    /// The command line, at most [`MAX_COMMAND_CHARS`] characters (a cut one ends in `…`).
+    pub command: String,
+    /// Its exit code, when the transcript records one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
     /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,

@@ -21,7 +21,9 @@
 //!   - `{"type":"assistant","message":{"model","content":[{"type":"text","text"}…],"usage":{
 //!     "input_tokens","output_tokens","cache_read_input_tokens","cache_creation_input_tokens"}}}`
 //!     is an answer; Claude writes one line per content block of a message, each with the
-//!     message's `id` and usage, so usage is counted once per run of lines with one `id`.
+//!     message's `id` and usage, so usage is counted once per run of lines with one `id`. Its
+//!     `tool_use` parts name the files written (`Write`, `Edit`, `MultiEdit`: `file_path`;
+//!     `NotebookEdit`: `notebook_path`) and the commands run (`Bash`: `command`).
 //!
 //!   Other line types (`queue-operation`, `attachment`, `last-prompt`, `mode`, `summary`, …)
 //!   are skipped.
@@ -117,7 +119,8 @@ pub const AGENT: Agent = Agent {
         // 60 s (code.claude.com/docs/en/hooks).
         timeout: 30,
         unit: Unit::Seconds,
-        last_message_field: "last_assistant_message",
+        payload: super::hooks::CLAUDE_PAYLOAD,
+        context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
     }),
     mcp: Some(Mcp {
@@ -302,6 +305,20 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
             }
         }
         last_message = id;
+        for part in message["content"].as_array().into_iter().flatten() {
+            if part["type"] != "tool_use" {
+                continue;
+            }
+            let input = &part["input"];
+            match part["name"].as_str().unwrap_or_default() {
+                "Write" | "Edit" | "MultiEdit" => {
+                    c.edited(input["file_path"].as_str().unwrap_or_default());
+                }
+                "NotebookEdit" => c.edited(input["notebook_path"].as_str().unwrap_or_default()),
+                "Bash" => c.ran(input["command"].as_str().unwrap_or_default(), None),
+                _ => {}
+            }
+        }
         c.answer(&text_of(&message["content"], &["text"]));
     });
     c
@@ -446,5 +463,28 @@ mod tests {
         let start = Utc::now() - chrono::Duration::seconds(1);
         assert_eq!(ids(sessions(&projects, &window(&cwd, start))), ["abc"]);
         assert!(has(&projects, "abc") && !has(&projects, "nope"));
+    }
+
+    #[test]
+    fn the_files_its_tools_wrote_and_the_commands_they_ran_are_kept() {
+        let text = [
+            line(
+                "assistant",
+                "2026-01-02T00:00:01Z",
+                serde_json::json!([
+                    {"type": "tool_use", "name": "Write", "input": {"file_path": "/w/a.rs", "content": "x"}},
+                    {"type": "tool_use", "name": "Bash", "input": {"command": "cargo test"}},
+                    {"type": "tool_use", "name": "Edit", "input": {"file_path": "/w/a.rs"}},
+                    {"type": "tool_use", "name": "Read", "input": {"file_path": "/w/b.rs"}}
+                ]),
+                Value::Null,
+            ),
+        ]
+        .join("\n");
+        let since = time_of(&"2026-01-01T12:00:00Z".into()).unwrap();
+        let t = parse(&text, since).finish(Path::new("/t.jsonl"));
+        assert_eq!(t.edits, ["/w/a.rs"]);
+        assert_eq!(t.commands.len(), 1);
+        assert_eq!(t.commands[0].command, "cargo test");
     }
 }

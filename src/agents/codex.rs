@@ -104,7 +104,8 @@ pub const AGENT: Agent = Agent {
         ],
         timeout: 30,
         unit: Unit::Seconds,
-        last_message_field: "last_assistant_message",
+        payload: super::hooks::CLAUDE_PAYLOAD,
+        context: super::hooks::ContextOutput::HookSpecific,
         caveat: Some(
             "Codex runs new hooks only after you review and trust them: start `codex` and approve them in `/hooks`. It reads a project's .codex/config.toml only when the project is trusted.",
         ),

@@ -107,7 +107,11 @@ pub const AGENT: Agent = Agent {
         ],
         timeout: 30_000,
         unit: Unit::Millis,
-        last_message_field: "prompt_response",
+        payload: super::hooks::Payload {
+            last_message: "prompt_response",
+            ..super::hooks::CLAUDE_PAYLOAD
+        },
+        context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
     }),
     mcp: Some(Mcp {

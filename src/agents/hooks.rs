@@ -57,6 +57,41 @@ pub enum Unit {
     Millis,
 }
 
+/// The names of the payload fields pas-agent reads (the payload is one JSON object on stdin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Payload {
+    /// The agent's session id (`session_id`; Copilot's own events: `sessionId`).
+    pub session_id: &'static str,
+    /// The path of the session's transcript file (`transcript_path`).
+    pub transcript: &'static str,
+    /// The directory the agent runs in (`cwd`).
+    pub cwd: &'static str,
+    /// The agent's last message, in the end-of-turn payload (`last_assistant_message`).
+    pub last_message: &'static str,
+}
+
+/// Claude Code's payload fields, which Codex, Gemini CLI (but for the last message) and the
+/// agents that copied Claude Code's hooks share.
+pub const CLAUDE_PAYLOAD: Payload = Payload {
+    session_id: "session_id",
+    transcript: "transcript_path",
+    cwd: "cwd",
+    last_message: "last_assistant_message",
+};
+
+/// How a session-start hook hands the model extra context on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextOutput {
+    /// `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}`
+    /// (Claude Code, Codex, Gemini CLI).
+    HookSpecific,
+    /// `{"additionalContext":…}` (GitHub Copilot CLI).
+    TopLevel,
+    /// The agent drops what a start hook prints: nothing is printed, the context file alone
+    /// carries the session.
+    Ignored,
+}
+
 /// One agent's lifecycle hooks, as pas-agent installs them.
 #[derive(Debug, Clone, Copy)]
 pub struct Hooks {
@@ -76,8 +111,10 @@ pub struct Hooks {
     pub timeout: u64,
     /// The unit the agent reads `timeout` in.
     pub unit: Unit,
-    /// Name of the field of the end-of-turn payload that holds the agent's last message.
-    pub last_message_field: &'static str,
+    /// The payload's fields.
+    pub payload: Payload,
+    /// How the session-start hook gives the model the session.
+    pub context: ContextOutput,
     /// What the user must still do before the agent runs the hooks, if anything.
     pub caveat: Option<&'static str>,
 }

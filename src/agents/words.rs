@@ -18,7 +18,10 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use crate::model::Extra;
-pub use crate::model::{MAX_ANSWER_CHARS, MAX_PROMPT_CHARS, MAX_PROMPTS, Tokens, Transcript};
+pub use crate::model::{
+    CommandRun, MAX_ANSWER_CHARS, MAX_COMMAND_CHARS, MAX_COMMANDS, MAX_EDITS, MAX_PROMPT_CHARS,
+    MAX_PROMPTS, Tokens, Transcript,
+};
 
 /// A file read whole, at most [`crate::limits::TRANSCRIPT`] bytes: its text, or why not.
 pub(crate) fn read_file(path: &Path) -> Result<String, String> {
@@ -76,6 +79,12 @@ pub(crate) struct Collector {
     /// The latest error the agent showed in place of an answer (Claude Code's "Not logged in"
     /// or an API failure), when no answer came after it.
     error: Option<String>,
+    /// Files the agent's tools wrote, each once, in the order first written.
+    edits: Vec<String>,
+    edits_total: usize,
+    /// The latest commands the agent's tools ran.
+    commands: std::collections::VecDeque<CommandRun>,
+    commands_total: usize,
     /// Lines or entries that could not be read.
     pub damaged: usize,
 }
@@ -118,6 +127,35 @@ impl Collector {
         if !text.trim().is_empty() {
             self.error = Some(cut(text, 300).0);
         }
+    }
+
+    /// A file one of the agent's tools wrote (created, edited, patched, deleted), as the tool
+    /// named it.
+    pub fn edited(&mut self, path: &str) {
+        let shown = cut(path, MAX_COMMAND_CHARS).0;
+        if shown.is_empty() || self.edits.contains(&shown) {
+            return;
+        }
+        self.edits_total += 1;
+        if self.edits.len() < MAX_EDITS {
+            self.edits.push(shown);
+        }
+    }
+
+    /// A shell command one of the agent's tools ran, with its exit code when known.
+    pub fn ran(&mut self, command: &str, exit_code: Option<i64>) {
+        if command.trim().is_empty() {
+            return;
+        }
+        self.commands_total += 1;
+        if self.commands.len() == MAX_COMMANDS {
+            self.commands.pop_front();
+        }
+        self.commands.push_back(CommandRun {
+            command: cut(command, MAX_COMMAND_CHARS).0,
+            exit_code,
+            extra: Extra::new(),
+        });
     }
 
     /// The model named by an entry of the run.
@@ -168,6 +206,10 @@ impl Collector {
             answer_truncated,
             model: self.model,
             tokens,
+            edits_omitted: self.edits_total.saturating_sub(self.edits.len()),
+            edits: self.edits,
+            commands_omitted: self.commands_total.saturating_sub(self.commands.len()),
+            commands: self.commands.into(),
             missing: None,
             extra: Extra::new(),
         };

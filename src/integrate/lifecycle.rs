@@ -30,6 +30,7 @@ use uuid::Uuid;
 
 use super::{Event, Integration};
 use crate::agents::Agent;
+use crate::agents::hooks::ContextOutput;
 use crate::fsutil::{Links, Named, WriteGuard};
 use crate::git::{self, Detail};
 use crate::launch::record;
@@ -90,7 +91,7 @@ pub fn run(integration: &Integration, event: Event) -> i32 {
     0
 }
 
-fn read_payload() -> Result<Payload, String> {
+fn read_payload(fields: &crate::agents::hooks::Payload) -> Result<Payload, String> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Ok(Payload::default());
@@ -108,15 +109,15 @@ fn read_payload() -> Result<Payload, String> {
         .map_err(|e| format!("the payload on stdin is not JSON ({e})"))?;
     let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
     Ok(Payload {
-        session_id: text("session_id").filter(|s| !s.is_empty()),
-        transcript_path: text("transcript_path").map(PathBuf::from),
-        cwd: text("cwd").map(PathBuf::from),
+        session_id: text(fields.session_id).filter(|s| !s.is_empty()),
+        transcript_path: text(fields.transcript).map(PathBuf::from),
+        cwd: text(fields.cwd).map(PathBuf::from),
         raw,
     })
 }
 
 fn handle(integration: &Integration, event: Event) -> Result<(), String> {
-    let payload = read_payload()?;
+    let payload = read_payload(&integration.hooks.payload)?;
     let cwd = match &payload.cwd {
         Some(c) if c.is_absolute() => c.clone(),
         _ => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
@@ -255,13 +256,19 @@ fn start(
     // The Markdown of the block, without the live git state: reading the work tree is what
     // would make a start slow on a large repository.
     let (content, _) = crate::export::content(&session, None, None);
-    let output = serde_json::json!({
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": content,
-        }
-    });
-    crate::term::print_json(&output).map_err(|e| e.to_string())?;
+    let output = match integration.hooks.context {
+        ContextOutput::HookSpecific => Some(serde_json::json!({
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": content,
+            }
+        })),
+        ContextOutput::TopLevel => Some(serde_json::json!({ "additionalContext": content })),
+        ContextOutput::Ignored => None,
+    };
+    if let Some(output) = output {
+        crate::term::print_json(&output).map_err(|e| e.to_string())?;
+    }
     let Some(session_id) = session_id else {
         return Err("the payload has no session id; this session will not be recorded".into());
     };
@@ -317,7 +324,7 @@ fn remove_old_markers(project: &Project) {
 fn last_message(integration: &Integration, payload: &Payload) -> Option<String> {
     let text = payload
         .raw
-        .get(integration.hooks.last_message_field)?
+        .get(integration.hooks.payload.last_message)?
         .as_str()?;
     let text = text.trim();
     (!text.is_empty()).then(|| text.chars().take(MAX_LAST_MESSAGE_CHARS).collect())
