@@ -122,6 +122,7 @@ pub const AGENT: Agent = Agent {
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
+        env_marker: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::ClaudeJson,

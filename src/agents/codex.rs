@@ -58,6 +58,7 @@ pub const AGENT: Agent = Agent {
     resume: Some(Resume {
         args: &["resume", "{id}"],
         subcommands: &["exec", "e"],
+        after_subcommand: &[],
     }),
     session_id: SessionId::Discover,
     // Ids: UUID v7, `session_meta.payload.id` (checked: codex-cli 0.171.0 rollouts).
@@ -109,6 +110,7 @@ pub const AGENT: Agent = Agent {
         caveat: Some(
             "Codex runs new hooks only after you review and trust them: start `codex` and approve them in `/hooks`. It reads a project's .codex/config.toml only when the project is trusted.",
         ),
+        env_marker: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::CodexToml,

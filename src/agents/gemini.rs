@@ -113,6 +113,7 @@ pub const AGENT: Agent = Agent {
         },
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
+        env_marker: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::GeminiJson,

@@ -28,10 +28,13 @@ mod amp;
 mod antigravity;
 mod claude;
 mod codex;
+mod continue_cli;
 mod copilot;
 mod cursor;
+mod droid;
 mod gemini;
 mod goose;
+mod kilo;
 mod kiro;
 mod opencode;
 mod qwen;
@@ -54,6 +57,9 @@ pub static AGENTS: &[&Agent] = &[
     &qwen::AGENT,
     &amp::AGENT,
     &goose::AGENT,
+    &droid::AGENT,
+    &kilo::AGENT,
+    &continue_cli::AGENT,
     &rules::CURSOR,
     &rules::WINDSURF,
     &rules::CLINE,
@@ -357,25 +363,35 @@ pub const HELP_VERSION: &[&str] = &["--help", "--version"];
 
 /// The agent's own syntax for resuming a session by id: `args` (with `{id}` replaced) go before
 /// the user's arguments, or right after the first of them that is one of `subcommands` (so
-/// `codex exec -c …` resumes as `codex exec resume <id> -c …`).
+/// `codex exec -c …` resumes as `codex exec resume <id> -c …`), where `after_subcommand` is
+/// used instead when it is not empty (`droid exec --fork <id> …`, where the interactive
+/// `droid --resume <id>` does not apply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resume {
     /// The resume arguments, `{id}` standing for the session id (`["--resume", "{id}"]`).
     pub args: &'static [&'static str],
-    /// Subcommands after which `args` go instead of at the front (`["exec", "e"]` for Codex).
+    /// Subcommands after which the arguments go instead of at the front (`["exec", "e"]` for
+    /// Codex).
     pub subcommands: &'static [&'static str],
+    /// The arguments used after one of `subcommands`, when they differ from `args`; empty:
+    /// `args`.
+    pub after_subcommand: &'static [&'static str],
 }
 
 impl Resume {
     /// Whether the user's own arguments already resume a session this way (their first word,
     /// `--resume` or `resume`, is there).
     pub fn mentioned_in(&self, user: &[std::ffi::OsString]) -> bool {
-        let Some(first) = self.args.first() else {
-            return false;
-        };
+        let firsts: Vec<&str> = [self.args.first(), self.after_subcommand.first()]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
         user.iter().any(|a| {
             let a = a.to_string_lossy();
-            a == *first || (first.starts_with("--") && a.starts_with(&format!("{first}=")))
+            firsts.iter().any(|first| {
+                a == *first || (first.starts_with("--") && a.starts_with(&format!("{first}=")))
+            })
         })
     }
 
@@ -384,14 +400,18 @@ impl Resume {
     /// Shape: `args` with every `{id}` replaced, inserted at the front of `user`, or after the
     /// first element of `user` equal to one of `subcommands`.
     pub fn apply(&self, id: &str, user: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
-        let ours = self
-            .args
-            .iter()
-            .map(|a| std::ffi::OsString::from(a.replace("{id}", id)));
         let at = user
             .iter()
             .position(|a| self.subcommands.iter().any(|s| a == *s))
             .map_or(0, |i| i + 1);
+        let args = if at > 0 && !self.after_subcommand.is_empty() {
+            self.after_subcommand
+        } else {
+            self.args
+        };
+        let ours = args
+            .iter()
+            .map(|a| std::ffi::OsString::from(a.replace("{id}", id)));
         let mut out: Vec<std::ffi::OsString> = user[..at].to_vec();
         out.extend(ours);
         out.extend(user[at..].iter().cloned());
@@ -432,6 +452,7 @@ pub enum SessionId {
 pub const RESUME_FLAG: Resume = Resume {
     args: &["--resume", "{id}"],
     subcommands: &[],
+    after_subcommand: &[],
 };
 
 /// Every agent that `run` launches (the agent CLIs).
@@ -552,10 +573,10 @@ mod tests {
     #[test]
     fn an_agent_without_a_store_or_a_missing_id_says_why() {
         let now = chrono::Utc::now();
-        let t = by_name("aider")
+        let t = by_name("cursor")
             .unwrap()
             .transcript("x", std::path::Path::new("/"), now, None);
-        assert!(t.missing.unwrap().contains("Aider"));
+        assert!(t.missing.unwrap().contains("Cursor"));
         let t = by_name("codex")
             .unwrap()
             .transcript("", std::path::Path::new("/"), now, None);

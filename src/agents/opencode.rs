@@ -38,6 +38,7 @@ pub const AGENT: Agent = Agent {
     resume: Some(Resume {
         args: &["--session", "{id}"],
         subcommands: &["run"],
+        after_subcommand: &[],
     }),
     session_id: SessionId::Discover,
     // Ids: `ses_` then 12 hex digits and 14 base-62 characters (checked: opencode 1.18.33,
@@ -74,7 +75,9 @@ pub const AGENT: Agent = Agent {
         program: "opencode",
     }),
     mcp: Some(Mcp {
-        shape: Shape::OpenCodeJson,
+        shape: Shape::OpenCodeJson {
+            schema: "https://opencode.ai/config.json",
+        },
         hint: "# OpenCode: merge into opencode.json at the project root or ~/.config/opencode/opencode.json",
         one_run: None,
     }),

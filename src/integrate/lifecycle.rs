@@ -117,6 +117,11 @@ fn read_payload(fields: &crate::agents::hooks::Payload) -> Result<Payload, Strin
 }
 
 fn handle(integration: &Integration, event: Event) -> Result<(), String> {
+    // Another agent running this agent's hooks (GitHub Copilot CLI runs Claude Code's): its
+    // session is not this agent's, and is recorded by its own hooks if they are installed.
+    if super::run_by_another(integration).is_some() {
+        return Ok(());
+    }
     let payload = read_payload(&integration.hooks.payload)?;
     let cwd = match &payload.cwd {
         Some(c) if c.is_absolute() => c.clone(),
@@ -134,7 +139,7 @@ fn handle(integration: &Integration, event: Event) -> Result<(), String> {
         .session_id
         .clone()
         .filter(|id| agent.id_shape.accepts(id));
-    if session_id.is_none() && payload.raw.get("session_id").is_some() {
+    if session_id.is_none() && payload.raw.get(integration.hooks.payload.session_id).is_some() {
         crate::term::warn(&format!(
             "the `session_id` in the hook's payload does not look like a {} session id",
             agent.name
@@ -464,9 +469,9 @@ fn end(
     );
     let message = last_message(integration, payload)
         .or_else(|| marker.as_ref().and_then(|m| m.last_message.clone()));
-    if let Some(message) = message {
+    if let Some(message) = &message {
         run.extra
-            .insert(LAST_MESSAGE_KEY.into(), Value::String(message));
+            .insert(LAST_MESSAGE_KEY.into(), Value::String(message.clone()));
     }
     if let Some(note) = note {
         run.extra.insert(HOOK_NOTE_KEY.into(), Value::String(note));
@@ -480,6 +485,11 @@ fn end(
             started.unwrap_or(DateTime::UNIX_EPOCH),
             payload.transcript_path.as_deref(),
         );
+        // The end-of-turn hook can fire before the agent wrote that turn to its transcript:
+        // the message the hook reported is the newer answer.
+        if let (Some(t), Some(m)) = (run.transcript.as_mut(), message.as_deref()) {
+            crate::agents::words::hook_answer(t, m);
+        }
     }
     let tree = outcome.tree;
     let label = agent.id;

@@ -62,6 +62,20 @@ pub fn all() -> impl Iterator<Item = Integration> {
     agents::with_hooks().map(|(agent, hooks)| Integration { agent, hooks })
 }
 
+/// The agent that really ran a hook installed for `integration`, when it is another one: an
+/// agent that runs other agents' hooks too (GitHub Copilot CLI runs Claude Code's) sets its
+/// [`Hooks::env_marker`] for them, and the hook then belongs to that agent, not to the one it
+/// was installed for.
+pub fn run_by_another(integration: &Integration) -> Option<Integration> {
+    all()
+        .filter(|i| i.agent.id != integration.agent.id)
+        .find(|i| {
+            i.hooks
+                .env_marker
+                .is_some_and(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
+        })
+}
+
 /// The program part of the installed command: `pas-agent` when the `pas-agent` found on
 /// `PATH` is this executable, else this executable's absolute path, quoted for `sh`.
 pub fn program() -> String {
