@@ -37,6 +37,7 @@ mod goose;
 mod kilo;
 mod kiro;
 mod opencode;
+mod pi;
 mod qwen;
 mod rules;
 
@@ -60,6 +61,7 @@ pub static AGENTS: &[&Agent] = &[
     &droid::AGENT,
     &kilo::AGENT,
     &continue_cli::AGENT,
+    &pi::AGENT,
     &rules::CURSOR,
     &rules::WINDSURF,
     &rules::CLINE,
