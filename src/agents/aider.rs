@@ -82,7 +82,10 @@ fn history_file(cwd: &Path) -> Option<PathBuf> {
 fn heading(line: &str) -> Option<(String, DateTime<Utc>)> {
     let when = line.strip_prefix(HEADING)?.trim();
     let naive = NaiveDateTime::parse_from_str(when, "%Y-%m-%d %H:%M:%S").ok()?;
-    let at = Local.from_local_datetime(&naive).earliest()?.with_timezone(&Utc);
+    let at = Local
+        .from_local_datetime(&naive)
+        .earliest()?
+        .with_timezone(&Utc);
     Some((naive.format("%Y%m%d_%H%M%S").to_string(), at))
 }
 
@@ -122,10 +125,7 @@ impl Store for History {
             .map(Path::to_path_buf)
             .or_else(|| history_file(cwd))
         else {
-            return Transcript::missing(format!(
-                "no {FILE} was found for {}",
-                cwd.display()
-            ));
+            return Transcript::missing(format!("no {FILE} was found for {}", cwd.display()));
         };
         match read_file(&path) {
             Ok(text) => match parse(&text, id) {

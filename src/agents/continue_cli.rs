@@ -221,7 +221,12 @@ fn copied(session: &Value, others: &[Value]) -> usize {
 pub(crate) fn parse(session: &Value, others: &[Value]) -> Collector {
     let mut c = Collector::default();
     let skip = copied(session, others);
-    for item in session["history"].as_array().into_iter().flatten().skip(skip) {
+    for item in session["history"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .skip(skip)
+    {
         let m = &item["message"];
         let text = super::words::text_of(&m["content"], &["text"]);
         match m["role"].as_str().unwrap_or_default() {
@@ -247,7 +252,10 @@ pub(crate) fn parse(session: &Value, others: &[Value]) -> Collector {
                         .flatten()
                         .filter_map(|o| o["content"].as_str())
                         .collect();
-                    match state["toolCall"]["function"]["name"].as_str().unwrap_or_default() {
+                    match state["toolCall"]["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                    {
                         "Write" | "Edit" | "MultiEdit" | "SearchAndReplaceInFile" => {
                             c.edited(args["filepath"].as_str().unwrap_or_default());
                         }
@@ -282,14 +290,18 @@ mod tests {
 
     #[test]
     fn prompts_answers_edits_and_commands_of_real_sessions() {
-        let write = json(include_str!("../../tests/fixtures/agents/continue/write.json"));
+        let write = json(include_str!(
+            "../../tests/fixtures/agents/continue/write.json"
+        ));
         let t = parse(&write, &[]).finish(Path::new("/s.json"));
         assert_eq!(t.prompts, ["please WRITEFILE /tmp/agp/cn/p/probe.txt"]);
         assert_eq!(t.last_answer.as_deref(), Some("MOCK-ANSWER-9"));
         assert_eq!(t.model.as_deref(), Some("gpt-4.1"));
         assert_eq!(t.tokens.unwrap().input, Some(108 + 109));
         assert_eq!(t.edits, ["/tmp/agp/cn/p/probe.txt"]);
-        let run = json(include_str!("../../tests/fixtures/agents/continue/runcmd.json"));
+        let run = json(include_str!(
+            "../../tests/fixtures/agents/continue/runcmd.json"
+        ));
         let t = parse(&run, &[]).finish(Path::new("/s.json"));
         assert_eq!(
             (t.commands[0].command.as_str(), t.commands[0].exit_code),
@@ -299,9 +311,15 @@ mod tests {
 
     #[test]
     fn a_fork_gives_only_its_new_turns() {
-        let base = json(include_str!("../../tests/fixtures/agents/continue/base.json"));
-        let fork = json(include_str!("../../tests/fixtures/agents/continue/fork.json"));
-        let other = json(include_str!("../../tests/fixtures/agents/continue/write.json"));
+        let base = json(include_str!(
+            "../../tests/fixtures/agents/continue/base.json"
+        ));
+        let fork = json(include_str!(
+            "../../tests/fixtures/agents/continue/fork.json"
+        ));
+        let other = json(include_str!(
+            "../../tests/fixtures/agents/continue/write.json"
+        ));
         assert_eq!(copied(&fork, &[other.clone(), base.clone()]), 2);
         let t = parse(&fork, &[other, base]).finish(Path::new("/s.json"));
         assert_eq!(t.prompts, ["second CN2"]);
@@ -314,7 +332,9 @@ mod tests {
 
     #[test]
     fn sessions_come_from_the_index_by_directory_and_creation() {
-        let index = json(include_str!("../../tests/fixtures/agents/continue/sessions.json"));
+        let index = json(include_str!(
+            "../../tests/fixtures/agents/continue/sessions.json"
+        ));
         let index = index.as_array().unwrap();
         let at = DateTime::<Utc>::from_timestamp_millis(1_796_139_601_608).unwrap();
         let q = Query {

@@ -309,8 +309,7 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
                 for edit in d["fileEdits"].as_array().into_iter().flatten() {
                     c.edited(edit["path"].as_str().unwrap_or_default());
                 }
-                if let Some(command) = d["toolCallId"].as_str().and_then(|id| commands.remove(id))
-                {
+                if let Some(command) = d["toolCallId"].as_str().and_then(|id| commands.remove(id)) {
                     c.ran(&command, d["shellExecution"]["exitCode"].as_i64());
                 }
             }
@@ -351,7 +350,10 @@ mod tests {
         assert_eq!(t.last_answer.as_deref(), Some("MOCK-ANSWER-18"));
         assert_eq!(t.model.as_deref(), Some("gpt-4.1"));
         let tokens = t.tokens.unwrap();
-        assert_eq!((tokens.input, tokens.output), (Some(115 + 116 + 117 + 118), Some(28)));
+        assert_eq!(
+            (tokens.input, tokens.output),
+            (Some(115 + 116 + 117 + 118), Some(28))
+        );
         assert_eq!(t.edits, ["/work/notes/probe-a/proj-copilot/probe.txt"]);
         assert_eq!(t.commands.len(), 1);
         assert_eq!(t.commands[0].command, "ls /nonexistent");

@@ -168,7 +168,9 @@ fn find(dir: &Path, id: &str) -> Option<PathBuf> {
 /// When the session in `text` started for this store's purposes: its first message that is
 /// not copied from the session it was forked from, else (no message yet) `None`.
 fn own_start(text: &str) -> Option<DateTime<Utc>> {
-    let mut lines = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok());
+    let mut lines = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok());
     let head = lines.next()?;
     let mut copied = head["forkedAtMessageId"].as_str().map(str::to_string);
     for v in lines {
@@ -255,7 +257,10 @@ pub(crate) fn parse(text: &str, settings: Option<&Value>, since: DateTime<Utc>) 
             return;
         }
         let m = &v["message"];
-        let parts = m["content"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let parts = m["content"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let text = || -> String {
             parts
                 .iter()
@@ -267,7 +272,8 @@ pub(crate) fn parse(text: &str, settings: Option<&Value>, since: DateTime<Utc>) 
         match m["role"].as_str().unwrap_or_default() {
             "user" => {
                 for p in parts.iter().filter(|p| p["type"] == "tool_result") {
-                    if let Some(command) = p["tool_use_id"].as_str().and_then(|id| commands.remove(id))
+                    if let Some(command) =
+                        p["tool_use_id"].as_str().and_then(|id| commands.remove(id))
                     {
                         let output = match &p["content"] {
                             Value::String(s) => s.clone(),
@@ -279,7 +285,9 @@ pub(crate) fn parse(text: &str, settings: Option<&Value>, since: DateTime<Utc>) 
                         c.ran(&command, code);
                     }
                 }
-                let injected = v["id"].as_str().is_some_and(|id| id.starts_with("context-"));
+                let injected = v["id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("context-"));
                 match m["visibility"].as_str() {
                     // A notice droid showed the user in place of an answer.
                     Some("user_only") if m.get("hookEventName").is_none() => c.error(&text()),
@@ -304,7 +312,9 @@ pub(crate) fn parse(text: &str, settings: Option<&Value>, since: DateTime<Utc>) 
                                 .or_else(|| input["input"].as_str())
                                 .unwrap_or_default();
                             for line in patch.lines() {
-                                for head in ["*** Add File: ", "*** Update File: ", "*** Delete File: "] {
+                                for head in
+                                    ["*** Add File: ", "*** Update File: ", "*** Delete File: "]
+                                {
                                     if let Some(file) = line.strip_prefix(head) {
                                         c.edited(file.trim());
                                     }
@@ -361,7 +371,9 @@ mod tests {
     #[test]
     fn prompts_answers_edits_commands_and_tokens_of_a_real_session() {
         let text = include_str!("../../tests/fixtures/agents/droid/tools.jsonl");
-        let settings = json(include_str!("../../tests/fixtures/agents/droid/tools.settings.json"));
+        let settings = json(include_str!(
+            "../../tests/fixtures/agents/droid/tools.settings.json"
+        ));
         let t = parse(text, Some(&settings), since("2026-01-01T00:00:00Z"))
             .finish(Path::new("/s.jsonl"));
         assert_eq!(
@@ -411,7 +423,9 @@ mod tests {
     #[test]
     fn a_fork_gives_only_its_own_turns_and_tokens() {
         let text = include_str!("../../tests/fixtures/agents/droid/fork.jsonl");
-        let settings = json(include_str!("../../tests/fixtures/agents/droid/fork.settings.json"));
+        let settings = json(include_str!(
+            "../../tests/fixtures/agents/droid/fork.settings.json"
+        ));
         // The copied turns keep their old times: even an early `since` skips them.
         let t = parse(text, Some(&settings), since("2026-01-01T00:00:00Z"))
             .finish(Path::new("/s.jsonl"));

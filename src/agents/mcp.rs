@@ -118,7 +118,9 @@ fn document(shape: Shape, command: &str, args: &[String]) -> Value {
         Shape::ClaudeJson => {
             json!({"mcpServers": {SERVER_NAME: {"type": "stdio", "command": command, "args": args}}})
         }
-        Shape::GeminiJson => json!({"mcpServers": {SERVER_NAME: {"command": command, "args": args}}}),
+        Shape::GeminiJson => {
+            json!({"mcpServers": {SERVER_NAME: {"command": command, "args": args}}})
+        }
         Shape::OpenCodeJson { schema } => {
             let mut line = vec![command.to_string()];
             line.extend(args.iter().cloned());
@@ -150,6 +152,8 @@ fn render(shape: Shape, command: &str, args: &[String]) -> String {
             }
             out
         }
-        _ => serde_json::to_string_pretty(&document(shape, command, args)).unwrap_or_default() + "\n",
+        _ => {
+            serde_json::to_string_pretty(&document(shape, command, args)).unwrap_or_default() + "\n"
+        }
     }
 }

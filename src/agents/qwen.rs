@@ -318,7 +318,10 @@ mod tests {
     fn a_prompt_hooks_context_is_not_part_of_the_prompt() {
         let text = include_str!("../../tests/fixtures/agents/qwen/hooks.jsonl");
         let t = parse(text, since("2026-01-01T00:00:00Z")).finish(Path::new("/c.jsonl"));
-        assert_eq!(t.prompts[0], "hooks WRITEFILE /work/notes/probe-a/proj-qwhooks/probe.txt");
+        assert_eq!(
+            t.prompts[0],
+            "hooks WRITEFILE /work/notes/probe-a/proj-qwhooks/probe.txt"
+        );
         assert!(
             t.prompts.iter().all(|p| !p.contains("MARK-HOOK")),
             "{:?}",

@@ -253,7 +253,11 @@ pub fn hook_answer(t: &mut Transcript, message: &str) {
     if t.last_answer.as_deref() != Some(answer.as_str()) {
         t.last_answer = Some(answer);
         t.answer_truncated = truncated;
-        if t.has_words() && t.missing.as_deref().is_some_and(|m| m.starts_with("the session holds no prompt or answer")) {
+        if t.has_words()
+            && t.missing
+                .as_deref()
+                .is_some_and(|m| m.starts_with("the session holds no prompt or answer"))
+        {
             t.missing = None;
         }
     }
@@ -328,7 +332,10 @@ mod tests {
         assert_eq!(exit_code_after(out, "Exit Code:"), Some(2));
         assert_eq!(exit_code_after("Exit Code: (none)", "Exit Code:"), None);
         assert_eq!(exit_code_after("no code", "Exit Code:"), None);
-        assert_eq!(exit_code_after("[Process exited with code 127]", "exited with code"), Some(127));
+        assert_eq!(
+            exit_code_after("[Process exited with code 127]", "exited with code"),
+            Some(127)
+        );
     }
 
     #[test]

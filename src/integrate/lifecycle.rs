@@ -139,7 +139,12 @@ fn handle(integration: &Integration, event: Event) -> Result<(), String> {
         .session_id
         .clone()
         .filter(|id| agent.id_shape.accepts(id));
-    if session_id.is_none() && payload.raw.get(integration.hooks.payload.session_id).is_some() {
+    if session_id.is_none()
+        && payload
+            .raw
+            .get(integration.hooks.payload.session_id)
+            .is_some()
+    {
         crate::term::warn(&format!(
             "the `session_id` in the hook's payload does not look like a {} session id",
             agent.name

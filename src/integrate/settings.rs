@@ -651,9 +651,17 @@ mod tests {
         );
         assert_eq!(v["hooks"]["sessionEnd"][0]["timeoutSec"], 30);
         // Again: nothing changes. Moved: the commands follow.
-        assert_eq!(edit(Some(&new), &copilot, PROGRAM, false).unwrap().text, None);
+        assert_eq!(
+            edit(Some(&new), &copilot, PROGRAM, false).unwrap().text,
+            None
+        );
         let moved = edit(Some(&new), &copilot, "'/my tools/pas-agent'", false).unwrap();
-        assert!(moved.text.unwrap().contains("'/my tools/pas-agent' lifecycle copilot stop"));
+        assert!(
+            moved
+                .text
+                .unwrap()
+                .contains("'/my tools/pas-agent' lifecycle copilot stop")
+        );
         // Removal deletes it.
         let gone = edit(Some(&new), &copilot, PROGRAM, true).unwrap();
         assert!(gone.delete && gone.events.len() == 3);
@@ -665,7 +673,10 @@ mod tests {
             &new.replace("lifecycle copilot stop", "lifecycle claude stop"),
         ] {
             for remove in [false, true] {
-                assert!(edit(Some(other), &copilot, PROGRAM, remove).is_err(), "{other}");
+                assert!(
+                    edit(Some(other), &copilot, PROGRAM, remove).is_err(),
+                    "{other}"
+                );
             }
         }
     }
