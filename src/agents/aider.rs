@@ -12,8 +12,9 @@
 //!   `--restore-chat-history`, the best aider allows: the latest chats, not one chosen by id.
 //! - **Transcript**: the chat's section of `.aider.chat.history.md` (at the git root, else the
 //!   working directory): `#### ` lines are the prompt as typed, `> ` lines aider's own notes
-//!   (`> Main model: <model> with …`, `> Tokens: 2.4k sent, 7 received.`, `> Applied edit to
-//!   <file>`), and the rest the model's answer (checked: aider 0.86.2 against a mock model).
+//!   (`> Main model: <model> with …`, or `> Model: …` for a model aider has no settings for,
+//!   `> Tokens: 2.4k sent, 7 received.`, `> Applied edit to <file>`), and the rest the model's
+//!   answer (checked: aider 0.86.2 against a mock model).
 //! - **Hooks, MCP**: none (`aider --help`: only `--notifications-command`).
 
 use std::path::{Path, PathBuf};
@@ -189,7 +190,10 @@ pub(crate) fn parse(text: &str, id: &str) -> Option<Collector> {
         flush(&mut prompt, &mut c);
         if let Some(note) = line.strip_prefix("> ") {
             let note = note.trim_end();
-            if let Some(model) = note.strip_prefix("Main model: ") {
+            if let Some(model) = note
+                .strip_prefix("Main model: ")
+                .or_else(|| note.strip_prefix("Model: "))
+            {
                 c.model(model.split(" with ").next().unwrap_or(model));
             } else if let Some(file) = note.strip_prefix("Applied edit to ") {
                 c.edited(file);

@@ -21,7 +21,8 @@
 //!   - `{"type":"assistant","message":{"model","content":[{"type":"text","text"}…],"usage":{
 //!     "input_tokens","output_tokens","cache_read_input_tokens","cache_creation_input_tokens"}}}`
 //!     is an answer; Claude writes one line per content block of a message, each with the
-//!     message's `id` and usage, so usage is counted once per run of lines with one `id`. Its
+//!     message's `id` and usage, so usage is counted once per run of lines with one `id`, and
+//!     the answer is the text of all the blocks of the last message that has text. Its
 //!     `tool_use` parts name the files written (`Write`, `Edit`, `MultiEdit`: `file_path`;
 //!     `NotebookEdit`: `notebook_path`) and the commands run (`Bash`: `command`).
 //!
@@ -253,6 +254,8 @@ fn find(id: &str, hint: Option<&Path>) -> Option<PathBuf> {
 pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
     let mut c = Collector::default();
     let mut last_message: Option<String> = None;
+    // The text blocks of the current message, one line each: its answer is all of them.
+    let mut blocks: Vec<String> = Vec::new();
     json_lines(text, &mut c, |v, c| {
         let kind = v["type"].as_str().unwrap_or_default();
         if kind != "user" && kind != "assistant" {
@@ -294,6 +297,10 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
             c.model(model);
         }
         let id = message["id"].as_str().map(str::to_string);
+        let same_message = id.is_some() && id == last_message;
+        if !same_message {
+            blocks.clear();
+        }
         if id.is_none() || id != last_message {
             let u = &message["usage"];
             if u.is_object() {
@@ -320,7 +327,11 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
                 _ => {}
             }
         }
-        c.answer(&text_of(&message["content"], &["text"]));
+        let text = text_of(&message["content"], &["text"]);
+        if !text.trim().is_empty() {
+            blocks.push(text);
+            c.answer(&blocks.join("\n\n"));
+        }
     });
     c
 }
@@ -464,6 +475,39 @@ mod tests {
         let start = Utc::now() - chrono::Duration::seconds(1);
         assert_eq!(ids(sessions(&projects, &window(&cwd, start))), ["abc"]);
         assert!(has(&projects, "abc") && !has(&projects, "nope"));
+    }
+
+    /// Claude Code writes each content block of a message as a line of its own, with the
+    /// message's id: the answer is every text block of the message, not the last one.
+    #[test]
+    fn an_answer_in_several_text_blocks_is_whole() {
+        let block = |t: &str, text: &str| {
+            serde_json::json!({"type": "assistant", "timestamp": t,
+                "message": {"role": "assistant", "id": "msg_1", "model": "claude-x",
+                            "content": [{"type": "text", "text": text}]}})
+            .to_string()
+        };
+        let text = [
+            line(
+                "user",
+                "2026-01-02T00:00:00Z",
+                "Summarise".into(),
+                Value::Null,
+            ),
+            block("2026-01-02T00:00:01Z", "First part."),
+            serde_json::json!({"type": "assistant", "timestamp": "2026-01-02T00:00:01Z",
+                "message": {"role": "assistant", "id": "msg_1", "model": "claude-x",
+                            "content": [{"type": "tool_use", "name": "Read", "input": {}}]}})
+            .to_string(),
+            block("2026-01-02T00:00:02Z", "Second part."),
+        ]
+        .join("\n");
+        let since = time_of(&"2026-01-01T12:00:00Z".into()).unwrap();
+        let t = parse(&text, since).finish(Path::new("/t.jsonl"));
+        assert_eq!(
+            t.last_answer.as_deref(),
+            Some("First part.\n\nSecond part.")
+        );
     }
 
     #[test]

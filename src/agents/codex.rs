@@ -17,7 +17,10 @@
 //!     `response_item` user messages are not read: they also carry the AGENTS.md text Codex
 //!     injects;
 //!   - `event_msg` `item_completed` with an `AgentMessage` item, `agent_message`
-//!     (`payload.message`), or `task_complete` (`payload.last_agent_message`): an answer;
+//!     (`payload.message`), or `task_complete` (`payload.last_agent_message`): an answer,
+//!     unless its `phase` is `commentary` (what the model says while it works); and a
+//!     `response_item` assistant `message` whose `phase` is `final_answer`, which may be all a
+//!     rollout holds of the answer (checked: codex-cli 0.171.0 rollouts with commentary);
 //!   - `event_msg` `token_count`: `payload.info.last_token_usage` (`input_tokens`,
 //!     `output_tokens`, `cached_input_tokens`, `cache_write_input_tokens`) of one model call;
 //!   - `turn_context`: `payload.model`.
@@ -290,17 +293,31 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
                     c.model(m);
                 }
             }
+            // The final answer as the model gave it: with a phase, only `final_answer` (not
+            // `commentary`); it is all a rollout may hold of the answer.
+            "response_item" => {
+                if p["type"] == "message"
+                    && p["role"] == "assistant"
+                    && p["phase"] == "final_answer"
+                {
+                    c.answer(&text_of(&p["content"], &["output_text"]));
+                }
+            }
             "event_msg" => match p["type"].as_str().unwrap_or_default() {
                 "item_completed" => {
                     let item = &p["item"];
                     match item["type"].as_str().unwrap_or_default() {
                         "UserMessage" => c.prompt(&text_of(&item["content"], &[])),
-                        "AgentMessage" => c.answer(&text_of(&item["content"], &[])),
+                        "AgentMessage" if item["phase"] != "commentary" => {
+                            c.answer(&text_of(&item["content"], &[]));
+                        }
                         _ => {}
                     }
                 }
                 "user_message" => c.prompt(p["message"].as_str().unwrap_or_default()),
-                "agent_message" => c.answer(p["message"].as_str().unwrap_or_default()),
+                "agent_message" if p["phase"] != "commentary" => {
+                    c.answer(p["message"].as_str().unwrap_or_default());
+                }
                 "task_complete" => {
                     if let Some(m) = p["last_agent_message"].as_str() {
                         c.answer(m);
@@ -352,6 +369,43 @@ mod tests {
         assert_eq!(t.model.as_deref(), Some("gpt-x"));
         assert_eq!(t.tokens.unwrap().input, Some(7));
         assert!(t.missing.is_none());
+    }
+
+    /// codex-cli 0.171.0: commentary, a command, then the final answer.
+    const COMMENTARY: &str =
+        include_str!("../../tests/fixtures/agents/codex/commentary.rollout.jsonl");
+
+    #[test]
+    fn the_answer_is_the_final_one_never_commentary() {
+        let since = time_of(&"2026-01-01T00:00:00Z".into()).unwrap();
+        let t = parse(COMMENTARY, since).finish(Path::new("/r.jsonl"));
+        assert_eq!(t.prompts, ["COMMENTARY then RUNCMD please"]);
+        assert_eq!(
+            t.last_answer.as_deref(),
+            Some("Final answer after the tool ran.")
+        );
+        // Without the events of the final answer, its response item is the answer, and the
+        // commentary before it never is.
+        let only_items: String = COMMENTARY
+            .lines()
+            .filter(|l| {
+                !(l.contains("\"task_complete\"")
+                    || (l.contains("\"AgentMessage\"") && l.contains("final_answer")))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let t = parse(&only_items, since).finish(Path::new("/r.jsonl"));
+        assert_eq!(
+            t.last_answer.as_deref(),
+            Some("Final answer after the tool ran.")
+        );
+        let no_final: String = COMMENTARY
+            .lines()
+            .filter(|l| !l.contains("final_answer") && !l.contains("\"task_complete\""))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let t = parse(&no_final, since).finish(Path::new("/r.jsonl"));
+        assert_eq!(t.last_answer, None, "commentary is no answer");
     }
 
     fn write(path: &Path, text: &str) {

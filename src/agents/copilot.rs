@@ -187,6 +187,12 @@ impl Store for SessionState {
         Some(self.dir().and_then(|d| events_of(&d, id)).is_some())
     }
 
+    /// Copilot writes its events behind: at `sessionEnd` the last answer may not be in the
+    /// file yet (checked: copilot 1.0.102, hooks reading the file).
+    fn written_late(&self) -> bool {
+        true
+    }
+
     fn transcript(
         &self,
         id: &str,

@@ -22,7 +22,8 @@
 //!   `messages` included (a resumed session rewrites its earlier messages this way). Messages
 //!   are therefore taken by `id`, the latest version of each, in the order they first appeared:
 //!   - `type` `user`: a prompt (`content` a string or `[{"text"}…]`), except the
-//!     `<session_context>` text Gemini CLI sends first;
+//!     `<session_context>` text Gemini CLI sends first and the `<hook_context>` block a hook's
+//!     context (pas-agent's session) becomes before the prompt;
 //!   - `type` `gemini`: an answer (`content`), its `model` and `tokens` (`input`, `output`,
 //!     `cached`).
 //!
@@ -296,6 +297,20 @@ fn header_id(path: &Path) -> Option<String> {
     v["sessionId"].as_str().map(str::to_string)
 }
 
+/// What the user typed in a user message's text: without the `<hook_context>…</hook_context>`
+/// block Gemini CLI puts before it when a hook added context (pas-agent's session among them),
+/// which in the interactive mode is a message of its own, left empty here (checked: gemini
+/// 0.61.0 with pas-agent's hooks, `-p` and interactive).
+fn typed(text: &str) -> &str {
+    let t = text.trim_start();
+    match t.strip_prefix("<hook_context>") {
+        Some(rest) => rest
+            .split_once("</hook_context>")
+            .map_or("", |(_, after)| after.trim_start()),
+        None => text,
+    }
+}
+
 /// The words of the messages after `since`, in one chat file.
 #[cfg(test)]
 pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
@@ -367,7 +382,7 @@ pub(crate) fn parse_all(texts: &[String], since: DateTime<Utc>) -> Collector {
             "user" => {
                 let text = text_of(&m["content"], &[]);
                 if !text.trim_start().starts_with("<session_context>") {
-                    c.prompt(&text);
+                    c.prompt(typed(&text));
                 }
             }
             "gemini" => {
@@ -414,6 +429,30 @@ mod tests {
         assert_eq!(t.last_answer.as_deref(), Some("reply"));
         assert_eq!(t.model.as_deref(), Some("gemini-x"));
         assert!(t.missing.is_none());
+    }
+
+    /// Gemini CLI 0.61.0 with pas-agent's hooks: the start hook's context is a
+    /// `<hook_context>` block before the prompt (`-p`) or a message of its own (interactive).
+    #[test]
+    fn a_hooks_context_is_never_the_prompt() {
+        let since = time_of(&"2026-01-01T00:00:00Z".into()).unwrap();
+        let text = include_str!("../../tests/fixtures/agents/gemini/p-mode-hooks.jsonl");
+        let t = parse(text, since).finish(Path::new("/c.jsonl"));
+        assert_eq!(t.prompts, ["p mode prompt RUNOK"]);
+        let text = include_str!("../../tests/fixtures/agents/gemini/interactive-hooks.jsonl");
+        let t = parse(text, since).finish(Path::new("/c.jsonl"));
+        assert_eq!(
+            t.prompts,
+            [
+                "interactive WRITEFILE please",
+                "then RUNCMD please",
+                "now EDITFILE please"
+            ]
+        );
+        assert_eq!(
+            t.last_answer.as_deref(),
+            Some("Final answer after the tool ran.")
+        );
     }
 
     #[test]

@@ -66,7 +66,10 @@ pub const AGENT: Agent = Agent {
         ],
         flags: &["-v", "--version", "-h", "--help"],
     },
-    store: Some(&Listed { program: "kilo" }),
+    store: Some(&Listed {
+        program: "kilo",
+        unquote: true,
+    }),
     mcp: Some(Mcp {
         shape: Shape::OpenCodeJson {
             schema: "https://app.kilo.ai/config.json",

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::mcp::{Mcp, Shape};
 use super::store::{Candidate, Query, Store, run_program, same_dir};
-use super::words::{Collector, text_of};
+use super::words::Collector;
 use super::{Agent, BASE, IdShape, Resume, SessionId, Straight};
 use crate::model::Transcript;
 
@@ -73,6 +73,7 @@ pub const AGENT: Agent = Agent {
     },
     store: Some(&Listed {
         program: "opencode",
+        unquote: true,
     }),
     mcp: Some(Mcp {
         shape: Shape::OpenCodeJson {
@@ -94,6 +95,10 @@ pub const EXPORT_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Listed {
     /// The executable looked for on `PATH` when the launcher has not resolved one.
     pub program: &'static str,
+    /// Whether a prompt given as one JSON string literal (`"fix it"`) is that string:
+    /// `opencode run <message>` (and Kilo's) stores and sends its message quoted so (checked:
+    /// opencode 1.18.33, kilo 7.7.9), though the quotes were never typed.
+    pub unquote: bool,
 }
 
 impl Listed {
@@ -159,12 +164,12 @@ impl Store for Listed {
                 self.program
             ));
         };
-        read(&program, id, cwd, since)
+        read(&program, id, cwd, since, self.unquote)
     }
 }
 
 /// The words of session `id` after `since`. `hint` is not used: OpenCode has no session file.
-fn read(program: &Path, id: &str, cwd: &Path, since: DateTime<Utc>) -> Transcript {
+fn read(program: &Path, id: &str, cwd: &Path, since: DateTime<Utc>, unquote: bool) -> Transcript {
     if !id.starts_with("ses_") || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Transcript::missing(format!("{id} is not a session id of {}", program.display()));
     }
@@ -192,6 +197,29 @@ fn read(program: &Path, id: &str, cwd: &Path, since: DateTime<Utc>) -> Transcrip
             "`{name} export {id}` printed a layout this version does not know (no messages)"
         ));
     };
+    parse(messages, since, unquote).finish(Path::new(&format!("{name} export {id}")))
+}
+
+/// The text parts of a message that are its own words: not `synthetic` ones (text the agent
+/// added, such as a file's contents for an `@` mention) nor `ignored` ones.
+fn own_text(parts: &Value) -> String {
+    parts
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["type"] == "text" && p["synthetic"] != true && p["ignored"] != true)
+        .filter_map(|p| p["text"].as_str())
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// The words of an export's messages created after `since`: a user message's own text parts
+/// are a prompt; an assistant message's give the answer, its model and tokens, and its `tool`
+/// parts the files written (`write`, `edit`: `state.input.filePath`; `patch` parts' `files`)
+/// and the commands run (`bash`: `state.input.command`, `state.metadata.exit`). A summary
+/// (`info.summary` true, written when the conversation is compacted) is no answer.
+pub(crate) fn parse(messages: &[Value], since: DateTime<Utc>, unquote: bool) -> Collector {
     let mut c = Collector::default();
     for m in messages {
         let info = &m["info"];
@@ -201,10 +229,18 @@ fn read(program: &Path, id: &str, cwd: &Path, since: DateTime<Utc>) -> Transcrip
         if created.is_none_or(|t| t < since) {
             continue;
         }
-        let text = text_of(&m["parts"], &["text"]);
+        let text = own_text(&m["parts"]);
         match info["role"].as_str().unwrap_or_default() {
-            "user" => c.prompt(&text),
+            "user" => {
+                let quoted = unquote
+                    .then(|| serde_json::from_str::<String>(text.trim()).ok())
+                    .flatten();
+                c.prompt(quoted.as_deref().unwrap_or(&text));
+            }
             "assistant" => {
+                if info["summary"] == true {
+                    continue;
+                }
                 if let Some(model) = info["modelID"].as_str() {
                     c.model(model);
                 }
@@ -217,10 +253,93 @@ fn read(program: &Path, id: &str, cwd: &Path, since: DateTime<Utc>) -> Transcrip
                         t["cache"]["write"].as_u64(),
                     );
                 }
+                for part in m["parts"].as_array().into_iter().flatten() {
+                    let state = &part["state"];
+                    match (part["type"].as_str(), part["tool"].as_str()) {
+                        (Some("tool"), Some("write" | "edit")) => {
+                            c.edited(state["input"]["filePath"].as_str().unwrap_or_default());
+                        }
+                        (Some("tool"), Some("bash")) => c.ran(
+                            state["input"]["command"].as_str().unwrap_or_default(),
+                            state["metadata"]["exit"].as_i64(),
+                        ),
+                        (Some("patch"), _) => {
+                            for f in part["files"].as_array().into_iter().flatten() {
+                                c.edited(f.as_str().unwrap_or_default());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(error) = info["error"]["data"]["message"].as_str() {
+                    c.error(error);
+                }
                 c.answer(&text);
             }
             _ => {}
         }
     }
-    c.finish(Path::new(&format!("{name} export {id}")))
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(text: &str) -> Vec<Value> {
+        let v: Value = serde_json::from_str(text).unwrap();
+        v["messages"].as_array().unwrap().clone()
+    }
+
+    fn since(t: &str) -> DateTime<Utc> {
+        t.parse().unwrap()
+    }
+
+    /// Kilo 7.7.9's exports (OpenCode's layout): a write, then a failing command.
+    #[test]
+    fn kilo_exports_give_prompts_answers_edits_and_commands() {
+        let m = messages(include_str!(
+            "../../tests/fixtures/agents/kilo/write.export.json"
+        ));
+        let t = parse(&m, since("2026-01-01T00:00:00Z"), true).finish(Path::new("/k"));
+        assert_eq!(t.prompts, ["please WRITEFILE for the fixture"]);
+        assert_eq!(
+            t.last_answer.as_deref(),
+            Some("Mock answer #23 after tool result")
+        );
+        assert_eq!(t.model.as_deref(), Some("mock-model"));
+        assert!(
+            t.edits.iter().any(|e| e.ends_with("probe.txt")),
+            "{:?}",
+            t.edits
+        );
+        let m = messages(include_str!(
+            "../../tests/fixtures/agents/kilo/runcmd.export.json"
+        ));
+        let t = parse(&m, since("2026-01-01T00:00:00Z"), true).finish(Path::new("/k"));
+        assert_eq!(
+            (t.commands[0].command.as_str(), t.commands[0].exit_code),
+            ("ls /nonexistent", Some(2))
+        );
+        // Without unquoting, the text is kept as it is.
+        let t = parse(&m, since("2026-01-01T00:00:00Z"), false).finish(Path::new("/k"));
+        assert_eq!(t.prompts, ["\"please RUNCMD for the fixture\""]);
+    }
+
+    #[test]
+    fn synthetic_parts_and_summaries_are_not_words() {
+        let m: Vec<Value> = serde_json::from_value(serde_json::json!([
+            {"info": {"role": "user", "time": {"created": 1_800_000_000_000_i64}},
+             "parts": [{"type": "text", "text": "Fix @a.rs"},
+                       {"type": "text", "synthetic": true, "text": "Called the Read tool: fn main"}]},
+            {"info": {"role": "assistant", "time": {"created": 1_800_000_001_000_i64}},
+             "parts": [{"type": "text", "text": "Fixed."}]},
+            {"info": {"role": "assistant", "summary": true, "time": {"created": 1_800_000_002_000_i64}},
+             "parts": [{"type": "text", "text": "Summary of the conversation"}]}
+        ]))
+        .unwrap();
+        let t = parse(&m, since("2026-01-01T00:00:00Z"), false).finish(Path::new("/o"));
+        assert_eq!(t.prompts, ["Fix @a.rs"]);
+        assert_eq!(t.last_answer.as_deref(), Some("Fixed."));
+    }
 }

@@ -39,6 +39,13 @@ pub trait Store: Sync {
         true
     }
 
+    /// Whether the agent may write a finished turn to its store only after its session-end
+    /// hook ran (GitHub Copilot CLI writes its events file behind): a hook then reads the
+    /// transcript again for a moment until it holds an answer.
+    fn written_late(&self) -> bool {
+        false
+    }
+
     /// Whether the store holds session `id` of directory `cwd`: `Some(false)` when it surely
     /// does not (a chosen id the agent did not use), `None` when the store cannot tell.
     fn has(&self, id: &str, cwd: &Path) -> Option<bool> {

@@ -368,8 +368,23 @@ fn add_words(
     since: DateTime<Utc>,
     transcript_path: Option<&Path>,
 ) {
-    run.transcript = Some(agent.transcript(session_id, cwd, since, transcript_path));
+    let read = || agent.transcript(session_id, cwd, since, transcript_path);
+    let mut words = read();
+    // An agent that writes its store behind its hooks: a few more reads, until the answer is
+    // there (the agent waits for this hook, up to its timeout, while it writes).
+    if agent.store.is_some_and(|s| s.written_late()) {
+        let deadline = std::time::Instant::now() + WRITTEN_LATE_PATIENCE;
+        while words.last_answer.is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            words = read();
+        }
+    }
+    run.transcript = Some(words);
 }
+
+/// How long a session-end hook waits for an agent that writes its store behind
+/// ([`crate::agents::Store::written_late`]) to write the last answer.
+const WRITTEN_LATE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The files that differed from HEAD before the session started, as far as the end can tell:
 /// those changed now whose modification time is older than the start.
