@@ -816,3 +816,47 @@ fn every_agent_that_run_launches_has_a_row_or_a_reason() {
     }
     assert!(help.contains("claude"), "{help}");
 }
+
+/// Qwen Code fires its `SessionStart` and `SessionEnd` hooks only in its interactive mode, and
+/// drops what a start hook prints: started in a terminal after `pas-agent integrate qwen`, one
+/// prompt and `/quit`, it is recorded from its hooks, and the session reached it through
+/// QWEN.md.
+#[test]
+fn qwen_code_started_interactively_is_recorded_from_its_hooks() {
+    let row = all_rows()
+        .into_iter()
+        .find(|r| r.id == "qwen-code")
+        .expect("Qwen Code's row");
+    require_agent(row.program, row.package);
+    let mut sb = Sandbox::repo();
+    sb.ok(&["init", "--task", TASK]);
+    std::os::unix::fs::symlink(crate::common::bin(), sb.bin_dir.join("pas-agent")).unwrap();
+    let mock = Mock::start();
+    (row.setup)(&mut sb, &mock);
+    sb.ok(&["export", "--to", "qwen"]);
+    sb.ok(&["integrate", "qwen"]);
+    let t = crate::launcher_support::Tmux::start_shell(&sb, "qwen", 150, 45);
+    t.wait_screen("Type your message");
+    // Keys typed in one burst are taken as a paste, Enter included: the text first, then
+    // Enter once it is shown.
+    t.keys(&[THIRD]);
+    t.wait_screen(&format!("> {THIRD}"));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    t.keys(&["Enter"]);
+    t.wait_screen(REPLY);
+    t.keys(&["/quit"]);
+    t.wait_screen("> /quit");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    t.keys(&["Enter"]);
+    assert_eq!(t.exit_code_only(), 0);
+    assert_task_once(&row, &requests_since(&mock, &row, 0));
+    let all = runs(&sb);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let run = &all[0];
+    assert_eq!(run["agent"], "qwen-code", "{run:#}");
+    assert_eq!(run["recorded_by"], "qwen hooks", "{run:#}");
+    let id = run["agent_session_id"].as_str().unwrap_or_default();
+    assert!((row.store_holds)(&sb, id), "{run:#}");
+    assert_eq!(prompts(run), [THIRD], "{run:#}");
+    assert_eq!(transcript(run)["last_answer"], REPLY, "{run:#}");
+}

@@ -117,13 +117,13 @@ impl Mock {
         ]
     }
 
-    /// Points Gemini CLI in `sb` at this mock: API-key auth in its settings, the mock's URL
-    /// and key in the environment, the work directory trusted.
+    /// Points Gemini CLI in `sb` at this mock: API-key auth and no auto-update in its
+    /// settings, the mock's URL and key in the environment, the work directory trusted.
     pub fn point_gemini_at_me(&self, sb: &mut Sandbox) {
         std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
         std::fs::write(
             sb.home.join(".gemini/settings.json"),
-            r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+            r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false}}"#,
         )
         .unwrap();
         sb.env.extend([
