@@ -429,8 +429,9 @@ pub struct ExportArgs {
 /// `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The agent (claude, codex, gemini, opencode, cursor-agent, kiro-cli, agy, aider,
-    /// copilot, qwen, amp, goose, or an id or alias), or any program. Without it, the program is the first word after `--`.
+    /// The agent (claude, codex, gemini, opencode, copilot, qwen, pi, droid, kilo, cn, aider,
+    /// cursor-agent, kiro-cli, agy, amp, goose, or an id or alias), or any program. Without it,
+    /// the program is the first word after `--`.
     #[arg(value_name = "AGENT")]
     pub agent: Option<String>,
     /// Do not take the checkpoints before and after the run.

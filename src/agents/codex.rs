@@ -295,13 +295,12 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
             }
             // The final answer as the model gave it: with a phase, only `final_answer` (not
             // `commentary`); it is all a rollout may hold of the answer.
-            "response_item" => {
+            "response_item"
                 if p["type"] == "message"
                     && p["role"] == "assistant"
-                    && p["phase"] == "final_answer"
-                {
-                    c.answer(&text_of(&p["content"], &["output_text"]));
-                }
+                    && p["phase"] == "final_answer" =>
+            {
+                c.answer(&text_of(&p["content"], &["output_text"]));
             }
             "event_msg" => match p["type"].as_str().unwrap_or_default() {
                 "item_completed" => {

@@ -85,10 +85,11 @@ pub const AGENT: Agent = Agent {
     ..BASE
 };
 
-/// How long listing sessions may take.
-const LIST_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long an export may take (it starts OpenCode's whole runtime: seconds).
-pub const EXPORT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long listing sessions may take: it starts the agent's whole runtime, about 5 s of
+/// CPU for Kilo 7.7.9, and more than a minute of waiting on a loaded machine.
+const LIST_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long an export may take (it starts the agent's whole runtime too).
+pub const EXPORT_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A store read through the agent's own `session list` and `export` commands: OpenCode's,
 /// and those of its forks.
