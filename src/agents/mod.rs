@@ -656,6 +656,61 @@ mod tests {
         );
         let kiro = by_name("kiro").unwrap().resume.unwrap();
         assert_eq!(kiro.apply("k", &[]), os(&["chat", "--resume-id", "k"]));
+        // droid: interactively by id; after `exec`, a fork (exec -s needs Factory's service).
+        let droid = by_name("droid").unwrap().resume.unwrap();
+        assert_eq!(droid.apply("d", &[]), os(&["--resume", "d"]));
+        assert_eq!(
+            droid.apply("d", &os(&["exec", "-m", "x", "go on"])),
+            os(&["exec", "--fork", "d", "-m", "x", "go on"])
+        );
+        assert!(droid.mentioned_in(&os(&["exec", "--fork", "x"])));
+        assert!(droid.mentioned_in(&os(&["--resume=x"])));
+        let cn = by_name("cn").unwrap().resume.unwrap();
+        assert_eq!(
+            cn.apply("c", &os(&["-p", "hi"])),
+            os(&["--fork", "c", "-p", "hi"])
+        );
+        let aider = by_name("aider").unwrap().resume.unwrap();
+        assert_eq!(
+            aider.apply("20261201_154306", &os(&["--message", "hi"])),
+            os(&["--restore-chat-history", "--message", "hi"])
+        );
+    }
+
+    #[test]
+    fn the_new_agents_straight_lists_are_their_own() {
+        let straight =
+            |agent: &str, line: &[&str]| by_name(agent).unwrap().straight.matches(&os(line));
+        // checked against each CLI: these start no session …
+        for (agent, line) in [
+            ("copilot", &["mcp", "list"][..]),
+            ("copilot", &["--version"]),
+            ("copilot", &["app"]),
+            ("qwen", &["-v"]),
+            ("qwen", &["mcp", "list"]),
+            ("qwen", &["hook", "list"]),
+            ("droid", &["exec", "--list-tools"]),
+            ("droid", &["find", "x"]),
+            ("kilo", &["session", "list"]),
+            ("cn", &["ls", "--json"]),
+            ("pi", &["list"]),
+            ("aider", &["--list-models", "gpt"]),
+        ] {
+            assert!(straight(agent, line), "{agent} {line:?}");
+        }
+        // … and these do.
+        for (agent, line) in [
+            ("copilot", &["init"][..]),
+            ("copilot", &["-p", "hi"]),
+            ("qwen", &["-l"]),
+            ("droid", &["exec", "hi"]),
+            ("kilo", &["run", "hi"]),
+            ("cn", &["-p", "hi"]),
+            ("pi", &["-p", "list the files"]),
+            ("aider", &["--message", "hi"]),
+        ] {
+            assert!(!straight(agent, line), "{agent} {line:?}");
+        }
     }
 
     #[test]
@@ -713,6 +768,11 @@ mod tests {
             ("opencode", "ses_3a9f0c1e2b4dAbCdEfGhIjKlMn"),
             ("amp", "T-3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b"),
             ("goose", "20251108_1"),
+            ("copilot", "44444444-2222-4333-8444-555555555555"),
+            ("droid", "7d0567c3-429f-4686-9433-fa604695a8d3"),
+            ("kilo", "ses_dcd836b90ffe9Zvdo1yrT090O7"),
+            ("pi", "01a23211-19b1-73b9-9db9-703f23332ed7"),
+            ("aider", "20261201_154306"),
         ];
         for (agent, id) in ok {
             assert!(by_name(agent).unwrap().id_shape.accepts(id), "{agent} {id}");
