@@ -2,7 +2,11 @@
 //!
 //! - **Context**: `CLAUDE.md`, and `.claude/CLAUDE.md` and `CLAUDE.local.md`, in each directory
 //!   from the one it starts in up to the root, plus `.claude/rules/*.md`; `@path` imports
-//!   (code.claude.com/docs/en/memory; checked: the 2.1.197 binary's memory loader).
+//!   (code.claude.com/docs/en/memory; checked: the 2.1.197 binary's memory loader). It does
+//!   not read `AGENTS.md`, with or without a `CLAUDE.md` (checked: claude 2.1.197 `-p`, each
+//!   file's text looked for in the request to a mock model). `CLAUDE.local.md` is the
+//!   personal file the documentation says to keep out of git: where `CLAUDE.md` is tracked,
+//!   `run` puts the session there ([`Private::AlsoReads`]).
 //! - **Launch**: `--session-id <uuid>` uses a caller-chosen id, `-r/--resume <id>` resumes one
 //!   (code.claude.com/docs/en/cli-reference; checked: claude 2.1.197 `--help`). Issue
 //!   anthropics/claude-code#44607 reports the flag not controlling the on-disk id in
@@ -47,7 +51,7 @@ use super::store::{
     Candidate, Home, MAX_LINE, Query, Store, VarIs, files, modified, same_dir, subdirs,
 };
 use super::words::{Collector, json_lines, read_file, text_of, time_of};
-use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
+use super::{Agent, BASE, IdShape, Private, RESUME_FLAG, SessionId, Straight};
 use crate::model::Transcript;
 
 /// `$CLAUDE_CONFIG_DIR`, default `~/.claude`.
@@ -66,6 +70,7 @@ pub const AGENT: Agent = Agent {
     context_file: "CLAUDE.md",
     also_reads: &[".claude/CLAUDE.md", "CLAUDE.local.md"],
     at_imports: true,
+    private: Private::AlsoReads("CLAUDE.local.md"),
     resume: Some(RESUME_FLAG),
     session_id: SessionId::Choose {
         flag: "--session-id",

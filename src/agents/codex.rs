@@ -2,7 +2,11 @@
 //!
 //! - **Context**: `AGENTS.md` from the git root down to the working directory, at most
 //!   `project_doc_max_bytes` (default 32 KiB) of it (github.com/openai/codex docs/agents_md.md,
-//!   docs/config.md).
+//!   docs/config.md). In each directory an `AGENTS.override.md` is read instead of
+//!   `AGENTS.md` when it exists (the same documentation; checked: codex-cli 0.171.0 `exec`,
+//!   each file's text looked for in the request to a mock model: only the override's was
+//!   there). Where `AGENTS.md` is tracked by git, `run` writes the override for the run
+//!   ([`Private::Shadows`]).
 //! - **Launch**: no way to choose the session id (openai/codex discussion #3827): it is read
 //!   from the rollout. `codex resume <id>` and `codex exec resume <id> [prompt]` (checked:
 //!   codex-cli 0.171.0 `resume --help`, `exec resume --help`; `exec` is also `e`).
@@ -35,7 +39,7 @@ use super::hooks::{Event, Format, Hooks, Unit};
 use super::mcp::{Mcp, OneRun, Shape};
 use super::store::{Candidate, Home, Query, Store, VarIs, files, first_line, modified, same_dir};
 use super::words::{Collector, json_lines, read_file, text_of, time_of, together};
-use super::{Agent, BASE, IdShape, LimitUnit, ReadLimit, Resume, SessionId, Straight};
+use super::{Agent, BASE, IdShape, LimitUnit, Private, ReadLimit, Resume, SessionId, Straight};
 use crate::model::Transcript;
 
 /// `$CODEX_HOME`, default `~/.codex`.
@@ -51,6 +55,8 @@ pub const AGENT: Agent = Agent {
     name: "Codex",
     executables: &["codex"],
     context_file: "AGENTS.md",
+    reads_first: &["AGENTS.override.md"],
+    private: Private::Shadows("AGENTS.override.md"),
     read_limit: Some(ReadLimit {
         amount: 32 * 1024,
         unit: LimitUnit::Bytes,

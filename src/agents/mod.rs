@@ -102,8 +102,13 @@ pub struct Agent {
     /// then looks through those imports for another pas-agent block the agent would see too.
     pub at_imports: bool,
     /// Arguments the launcher adds so that the agent reads the context file, for agents that
-    /// load no file by themselves (`{context}` stands for [`Agent::context_file`]).
+    /// load no file by themselves (`{context}` stands for the file the session is in: the
+    /// context file, or a file of the run's own when that one is tracked by git).
     pub context_args: &'static [&'static str],
+    /// How `pas-agent run` gives the agent the session when its context file is tracked by git
+    /// and holds no block, so that a personal session never shows in `git status`
+    /// (docs/commands.md, `export`, "Where the block goes").
+    pub private: Private,
     /// How to resume a known session id, when the agent has a way.
     pub resume: Option<Resume>,
     /// How the launcher learns the id of the agent's session for a new run.
@@ -143,6 +148,7 @@ pub const BASE: Agent = Agent {
     read_limit: None,
     at_imports: false,
     context_args: &[],
+    private: Private::None,
     resume: None,
     session_id: SessionId::Unknown,
     id_shape: IdShape::None,
@@ -230,6 +236,36 @@ pub enum Layout {
     Owned {
         /// The front matter, `---` lines included, `\n` line ends.
         front_matter: &'static str,
+    },
+}
+
+/// Another way into the agent's context than its context file, one git does not see (see
+/// [`Agent::private`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Private {
+    /// None known. An agent with lifecycle hooks gets the session from pas-agent's start hook
+    /// when it is installed (`pas-agent integrate`); without them, a run whose context file is
+    /// tracked starts without the session and says so. An agent with
+    /// [`Agent::context_args`] needs none: the run passes it a file of its own.
+    None,
+    /// A file the agent reads as well as its context file (Claude Code's `CLAUDE.local.md`):
+    /// the block goes there, and git is told to ignore it on this machine only (the
+    /// repository's `info/exclude`).
+    AlsoReads(&'static str),
+    /// A file the agent reads instead of its context file when it exists (Codex's
+    /// `AGENTS.override.md`): for the run it holds the context file's text with the block, is
+    /// ignored by git as above, and is deleted when the run ends, so that no copy of the
+    /// context file outlives the run.
+    Shadows(&'static str),
+    /// An environment variable holding JSON configuration that the agent merges into its own
+    /// (OpenCode's `OPENCODE_CONFIG_CONTENT`), whose array `key` (`instructions`) lists files
+    /// it reads: the run sets it, naming a file of the run's own that holds the block (an
+    /// object already in the variable keeps its other settings and entries).
+    ConfigEnv {
+        /// The variable.
+        var: &'static str,
+        /// The key of the array of files to read.
+        key: &'static str,
     },
 }
 

@@ -1,7 +1,12 @@
 //! OpenCode (`opencode`): everything pas-agent knows about it.
 //!
-//! - **Context**: `AGENTS.md` found walking up from the working directory
-//!   (opencode.ai/docs/rules).
+//! - **Context**: `AGENTS.md` found walking up from the working directory, else `CLAUDE.md`
+//!   (opencode.ai/docs/rules; checked: opencode 1.18.33 `run`, each file's text looked for in
+//!   the request to a mock model: `CLAUDE.md` only when there is no `AGENTS.md`), and the
+//!   files named in the configuration's `instructions`, which merges the JSON object in
+//!   `OPENCODE_CONFIG_CONTENT` with the user's own (checked: both lists' files reached the
+//!   model). Where `AGENTS.md` is tracked by git, `run` names a file of its own there
+//!   ([`Private::ConfigEnv`]).
 //! - **Launch**: `-s/--session <id>` continues a session, for the TUI and for `opencode run`
 //!   (opencode.ai/docs/cli; checked: opencode 1.18.33 `--help`, `run --help`).
 //! - **Store**: an SQLite database (`~/.local/share/opencode/opencode.db` in 1.x) whose tables
@@ -26,7 +31,7 @@ use serde_json::Value;
 use super::mcp::{Mcp, Shape};
 use super::store::{Candidate, Query, Store, run_program, same_dir};
 use super::words::{Collector, text_of};
-use super::{Agent, BASE, IdShape, Resume, SessionId, Straight};
+use super::{Agent, BASE, IdShape, Private, Resume, SessionId, Straight};
 use crate::model::Transcript;
 
 /// OpenCode's row.
@@ -35,6 +40,11 @@ pub const AGENT: Agent = Agent {
     name: "OpenCode",
     executables: &["opencode"],
     context_file: "AGENTS.md",
+    reads_first: &["AGENTS.md", "CLAUDE.md"],
+    private: Private::ConfigEnv {
+        var: "OPENCODE_CONFIG_CONTENT",
+        key: "instructions",
+    },
     resume: Some(Resume {
         args: &["--session", "{id}"],
         subcommands: &["run"],

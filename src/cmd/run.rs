@@ -10,6 +10,7 @@ use crate::agents::Agent;
 use crate::cli::RunArgs;
 use crate::display::{count, duration};
 use crate::error::{Error, Result, exit};
+use crate::export;
 use crate::launch::{self, Plan, capture, plain, record, session_id, signals};
 use crate::session::Project;
 use crate::term::{clean, clean_line, note, warn};
@@ -67,14 +68,15 @@ fn launcher_error(message: String) -> Error {
 
 /// The user's arguments turned into the agent's: the agent's resume syntax with the id of its
 /// latest recorded session (`--resume`), or the flag that chooses a new session's id; plus
-/// the arguments that make it read its context file. Returns `(args, chosen id, resumed id)`.
+/// `context`, the arguments that make it read the file the session is in. Returns `(args,
+/// chosen id, resumed id)`.
 fn agent_args(
     agent: Option<&'static Agent>,
     user: Vec<OsString>,
     resume: bool,
     project: &Project,
     cwd: &std::path::Path,
-    context_exists: bool,
+    context: Vec<OsString>,
 ) -> Result<(Vec<OsString>, Option<String>, Option<String>)> {
     let (mut args, chosen, resumed) = match (agent, resume) {
         (None, true) => {
@@ -139,12 +141,35 @@ fn agent_args(
         }
         (None, false) => (user, None, None),
     };
-    if let Some(a) = agent.filter(|_| context_exists) {
-        let mut with = a.context_args();
-        with.append(&mut args);
-        args = with;
+    let mut with = context;
+    with.append(&mut args);
+    Ok((with, chosen, resumed))
+}
+
+/// Says that `agent`'s file `tracked` is tracked by git and the agent has no other file that
+/// could take the session: it gets it from pas-agent's start hook when that is installed,
+/// else not at all, with the ways to give it.
+fn tracked_without_private(project: &Project, agent: &'static Agent, tracked: &std::path::Path) {
+    let file = clean(&export::shown(&project.root, tracked));
+    let hooks = crate::integrate::all().find(|i| i.agent.id == agent.id);
+    match hooks {
+        Some(i) if crate::integrate::start_hook_installed(&i, &project.root) => note(&format!(
+            "pas-agent: {file} is tracked by git, so the session is not written into it; {} gets it from pas-agent's SessionStart hook",
+            agent.name
+        )),
+        _ => {
+            let integrate = hooks.map_or_else(String::new, |i| {
+                format!(
+                    "`pas-agent integrate {}` gives it the session through its hook; ",
+                    i.key()
+                )
+            });
+            warn(&format!(
+                "{file} is tracked by git, so the session is not written into it, and {} has no other file pas-agent can use: it starts without the session\n  hint: {integrate}`pas-agent export --to {}` writes {file} anyway",
+                agent.name, agent.id
+            ));
+        }
     }
-    Ok((args, chosen, resumed))
 }
 
 fn pty_wanted(args: &RunArgs) -> bool {
@@ -199,17 +224,33 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     #[cfg(not(unix))]
     let watch = signals::Watch::install(&[])?;
     let project = super::project()?;
-    let context_exists = program
-        .agent
-        .is_some_and(|a| !args.no_export || project.root.join(a.context_file).exists());
-    let (mut agent_args, chosen, resumed) = agent_args(
-        program.agent,
-        rest,
-        args.resume,
-        &project,
-        &cwd,
-        context_exists,
-    )?;
+    let run_id = Uuid::new_v4();
+    // Where the session goes for this run (docs/commands.md, "Where the block goes"): decided
+    // before the command line, which may name the file.
+    let export_agent = if args.no_export {
+        None
+    } else {
+        args.to
+            .as_deref()
+            .and_then(crate::agents::by_name)
+            .or(program.agent)
+    };
+    let delivery = export_agent.map(|a| {
+        let run_file = project
+            .root
+            .join(capture::RUNS_DIR)
+            .join(run_id.to_string())
+            .join("context.md");
+        let repo = crate::git::for_root(&project.root);
+        (a, export::delivery::for_run(a, &project.root, repo.as_ref(), &run_file))
+    });
+    let context = match (program.agent, &delivery) {
+        (Some(a), Some((b, d))) if a.id == b.id => d.args.clone(),
+        (Some(a), None) if project.root.join(a.context_file).exists() => a.context_args(),
+        _ => Vec::new(),
+    };
+    let (mut agent_args, chosen, resumed) =
+        agent_args(program.agent, rest, args.resume, &project, &cwd, context)?;
     if args.mcp {
         let exe = std::env::current_exe().map_err(|e| Error::io("the pas-agent executable", e))?;
         let mut with = super::mcp::run_args(program.agent, &exe, &project.root)?;
@@ -217,7 +258,6 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         agent_args = with;
     }
 
-    let run_id = Uuid::new_v4();
     let capture = match capture::limit().filter(|_| use_pty) {
         Some(limit) => match capture::Capture::create(&project.root, &run_id, limit) {
             Ok(c) => Some(c),
@@ -243,14 +283,9 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         argv: launch::argv(&program, &agent_args),
         cwd: cwd.clone(),
         checkpoint: !args.no_checkpoint,
-        export_to: if args.no_export {
-            None
-        } else {
-            args.to
-                .as_deref()
-                .and_then(crate::agents::by_name)
-                .or(program.agent)
-        },
+        export: delivery
+            .as_ref()
+            .and_then(|(a, d)| export::Target::for_run(&project, a, d)),
         capture: capture.as_ref().map(|_| capture::paths(&run_id).0),
         agent_session_id: resumed.clone(),
     };
@@ -268,20 +303,28 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         }
         Err(e) => return Err(e),
     };
-    match &started.export {
-        Some(Ok(report)) => {
-            let written = report.via_import.as_ref().unwrap_or(&report.target.path);
-            let shown = clean(&written.to_string_lossy());
-            note(&format!(
-                "pas-agent: exported the session to {shown} for {}",
-                plan.agent.map_or("the agent", |a| a.name)
-            ));
+    match (&started.export, &delivery) {
+        (Some(Ok(report)), _) => {
+            let shown = clean(&report.target.shown());
+            let name = report.target.agent.name;
+            match &report.target.why {
+                export::Why::Private { tracked, .. } => note(&format!(
+                    "pas-agent: exported the session to {shown} for {name}: {} is tracked by git, and git ignores {shown}",
+                    clean(&export::shown(&project.root, tracked))
+                )),
+                _ => note(&format!("pas-agent: exported the session to {shown} for {name}")),
+            }
             for warning in report.warnings(&shown) {
                 warn(&warning);
             }
         }
-        Some(Err(e)) => warn(&format!("export skipped, the agent starts without it: {e}")),
-        None => {}
+        (Some(Err(e)), _) => warn(&format!("export skipped, the agent starts without it: {e}")),
+        (None, Some((a, d))) => {
+            if let Some(tracked) = &d.tracked {
+                tracked_without_private(&project, a, tracked);
+            }
+        }
+        (None, None) => {}
     }
     for (number, agent, pid) in &started.others {
         let pid = pid.map_or_else(String::new, |p| format!(", pid {p}"));
@@ -290,7 +333,10 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             clean_line(agent)
         ));
     }
-    let env = [(launch::RUN_ID_ENV, started.run_id.to_string())];
+    let mut env = vec![(launch::RUN_ID_ENV, started.run_id.to_string())];
+    if matches!(started.export, Some(Ok(_))) {
+        env.extend(delivery.iter().flat_map(|(_, d)| d.env.iter().cloned()));
+    }
     // Which of the agent's session files its processes hold open: the run's own session, even
     // when another run of the agent starts one in this directory at the same moment.
     let witness = program
@@ -335,6 +381,10 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     let held = witness
         .map(launch::witness::Witness::finish)
         .unwrap_or_default();
+    // What was made for this run only goes now that the agent has read it.
+    if let Some((_, d)) = &delivery {
+        export::delivery::clean_up(d);
+    }
     let ran = match result {
         Ok(ran) => ran,
         Err(why) => {

@@ -39,8 +39,8 @@ pub struct Plan {
     pub cwd: std::path::PathBuf,
     /// Take the checkpoints before and after the run (false with `--no-checkpoint`).
     pub checkpoint: bool,
-    /// The agent whose context file gets the export before the run, if any.
-    pub export_to: Option<&'static Agent>,
+    /// Where the export before the run goes, if anywhere (`export::delivery::for_run`).
+    pub export: Option<Target>,
     /// The capture path relative to the project root, when output is captured.
     pub capture: Option<String>,
     /// The agent's session id when it is known before the run (a resumed session).
@@ -140,9 +140,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     let now = Utc::now();
     let run_id = plan.run_id;
     let nonce = Uuid::new_v4().simple().to_string();
-    let target = plan
-        .export_to
-        .map(|a| Target::new(project, a, None, &plan.cwd));
+    let target = plan.export.clone();
     // Room for the after-record, should the agent fill the disk (see `outcome`); taken before
     // the record says `running`, so the agent starts as soon after that as it did without.
     let session_len = std::fs::metadata(project.session_path()).map_or(0, |m| m.len());
