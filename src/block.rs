@@ -97,14 +97,10 @@ impl Added {
     /// What a start marker line (without its line ending) records; any other start marker
     /// (the original PAS-Agent's, an older pas-agent's) records nothing.
     fn of(line: &[u8]) -> Added {
-        [
-            Added::Before(1),
-            Added::Before(2),
-            Added::After,
-        ]
-        .into_iter()
-        .find(|a| a.marker().as_bytes() == line)
-        .unwrap_or(Added::Nothing)
+        [Added::Before(1), Added::Before(2), Added::After]
+            .into_iter()
+            .find(|a| a.marker().as_bytes() == line)
+            .unwrap_or(Added::Nothing)
     }
 }
 

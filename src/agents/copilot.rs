@@ -1,7 +1,10 @@
 //! GitHub Copilot CLI (`copilot`).
 //!
 //! - **Context**: `AGENTS.md` among others (docs.github.com/en/copilot/how-tos/copilot-cli/
-//!   customize-copilot/add-custom-instructions).
+//!   customize-copilot/add-custom-instructions): `CLAUDE.md`, `GEMINI.md`,
+//!   `.github/copilot-instructions.md` and `.github/instructions/*.instructions.md` too, each
+//!   sent (files with identical text once), `@path` imports followed (checked: copilot
+//!   1.0.102 `-p` against a mock model, each file's text looked for in the request).
 //! - **Launch**: `--session-id <id>` "Resume an existing session or task by ID, or set the UUID
 //!   for a new session"; `-r/--resume [id]`, `--continue`, `--connect` (checked: copilot
 //!   1.0.102 `--help`).
@@ -15,6 +18,13 @@ pub const AGENT: Agent = Agent {
     aliases: &["copilot-cli"],
     executables: &["copilot"],
     context_file: "AGENTS.md",
+    also_reads: &[
+        "CLAUDE.md",
+        "GEMINI.md",
+        ".github/copilot-instructions.md",
+        ".github/instructions/*.instructions.md",
+    ],
+    at_imports: true,
     resume: Some(RESUME_FLAG),
     session_id: SessionId::Choose {
         flag: "--session-id",

@@ -94,14 +94,6 @@ pub fn run(args: ExportArgs) -> Result<i32> {
             }
             return Ok(if code != 0 { code } else { i32::from(stale) });
         }
-        if targets.is_empty() {
-            let agent = chosen[0];
-            let shown = display(&delivery::own_file(agent, &project.root), &cwd);
-            crate::term::print(&format!(
-                "{shown} holds no pas-agent block, and no other file {} reads does.\n",
-                agent.name
-            ))?;
-        }
         for target in &targets {
             let shown = display(&target.path, &cwd);
             match export::remove(&project, target) {
@@ -162,7 +154,7 @@ fn remove_targets(project: &crate::session::Project, agent: &'static Agent) -> V
     let root = &project.root;
     let mut files: Vec<(PathBuf, export::Why)> = delivery::reads(agent, root)
         .into_iter()
-        .filter(|r| delivery::holds_block(&r.path))
+        .filter(|r| r.how == export::How::Own || delivery::holds_block(&r.path))
         .map(|r| {
             let why = match r.how {
                 export::How::Own => export::Why::Own,
@@ -285,7 +277,13 @@ fn print_report(agent: &'static Agent, report: &export::Report, cwd: &Path) -> R
 }
 
 /// Why the agent reads the file written, in one sentence.
-fn hint(agent: &'static Agent, report: &export::Report, file: &str, own: &str, path: &str) -> String {
+fn hint(
+    agent: &'static Agent,
+    report: &export::Report,
+    file: &str,
+    own: &str,
+    path: &str,
+) -> String {
     let name = |p: &Path| clean(&export::shown(&report.target.root, p));
     if !report.target.at_default {
         return format!(

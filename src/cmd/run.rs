@@ -242,7 +242,10 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             .join(run_id.to_string())
             .join("context.md");
         let repo = crate::git::for_root(&project.root);
-        (a, export::delivery::for_run(a, &project.root, repo.as_ref(), &run_file))
+        (
+            a,
+            export::delivery::for_run(a, &project.root, repo.as_ref(), &run_file),
+        )
     });
     let context = match (program.agent, &delivery) {
         (Some(a), Some((b, d))) if a.id == b.id => d.args.clone(),
@@ -312,7 +315,9 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                     "pas-agent: exported the session to {shown} for {name}: {} is tracked by git, and git ignores {shown}",
                     clean(&export::shown(&project.root, tracked))
                 )),
-                _ => note(&format!("pas-agent: exported the session to {shown} for {name}")),
+                _ => note(&format!(
+                    "pas-agent: exported the session to {shown} for {name}"
+                )),
             }
             for warning in report.warnings(&shown) {
                 warn(&warning);

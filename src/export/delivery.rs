@@ -56,8 +56,7 @@ pub enum How {
 /// file instead of its tracked context file ([`Private::Shadows`]): it names the copy as
 /// pas-agent's, so that one a killed run left behind is recognised, made again from the
 /// context file as it is now, and deleted.
-pub const SHADOW_HEAD: &str =
-    "<!-- pas-agent: a copy of the context file with the session, for one run; git ignores it and the run deletes it -->";
+pub const SHADOW_HEAD: &str = "<!-- pas-agent: a copy of the context file with the session, for one run; git ignores it and the run deletes it -->";
 
 /// Whether `bytes` are a copy `run` wrote ([`SHADOW_HEAD`]).
 pub fn is_shadow(bytes: &[u8]) -> bool {
@@ -246,7 +245,9 @@ pub fn for_run(agent: &Agent, root: &Path, repo: Option<&Repo>, run_file: &Path)
             how,
         };
         match agent.private {
-            _ if !agent.context_args.is_empty() => Some((run_file.to_path_buf(), private(Private::None))),
+            _ if !agent.context_args.is_empty() => {
+                Some((run_file.to_path_buf(), private(Private::None)))
+            }
             Private::AlsoReads(name) => Some((canonical(&root.join(name)), private(agent.private)))
                 .filter(|(p, _)| !repo.is_some_and(|r| r.tracked(p).unwrap_or(true))),
             Private::Shadows(name) => {
@@ -302,7 +303,10 @@ fn config_env(var: &str, key: &str, file: &Path) -> String {
         .filter(serde_json::Value::is_object)
         .unwrap_or_else(|| serde_json::json!({}));
     let path = serde_json::Value::from(file.to_string_lossy().into_owned());
-    match config.get_mut(key).and_then(serde_json::Value::as_array_mut) {
+    match config
+        .get_mut(key)
+        .and_then(serde_json::Value::as_array_mut)
+    {
         Some(list) => list.push(path),
         None => config[key] = serde_json::Value::Array(vec![path]),
     }
@@ -339,8 +343,7 @@ pub fn hook_gives_context(agent: &Agent, root: &Path, session: &crate::session::
 /// looks for one name does not read the other on Linux. The file itself (under another
 /// spelling, on a file system that ignores case) is not counted. For `export` and `doctor`.
 pub fn case_variants(path: &Path) -> Vec<PathBuf> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
-    else {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         return Vec::new();
     };
     let same = |other: &Path| -> bool {
@@ -390,9 +393,7 @@ struct Reads(BTreeMap<&'static str, Vec<Read>>);
 
 impl Reads {
     fn of(&mut self, agent: &'static Agent, root: &Path) -> &[Read] {
-        self.0
-            .entry(agent.id)
-            .or_insert_with(|| reads(agent, root))
+        self.0.entry(agent.id).or_insert_with(|| reads(agent, root))
     }
 }
 
@@ -406,16 +407,25 @@ pub enum Other {
 }
 
 /// Step 3 of the rule for `agent`, whose block is in `chosen` (already written): the other
-/// files it reads that hold a block, each with what to do. A file is weighed as if the ones
-/// before it in the list had been handled.
+/// files holding a block that it, or any agent that reads `chosen`, reads as well, each with
+/// what to do. A file is weighed as if the ones before it in the list had been handled.
 pub fn settle(agent: &'static Agent, root: &Path, chosen: &Path) -> Vec<(PathBuf, Other)> {
     let mut cache = Reads::default();
     let mut removed: Vec<PathBuf> = Vec::new();
-    let others: Vec<PathBuf> = reads(agent, root)
-        .into_iter()
-        .map(|r| r.path)
-        .filter(|p| p != chosen && holds_block(p))
-        .collect();
+    let mut concerned = vec![agent];
+    for a in readers(root, chosen, &mut cache) {
+        if !concerned.iter().any(|c| c.id == a.id) {
+            concerned.push(a);
+        }
+    }
+    let mut others: Vec<PathBuf> = Vec::new();
+    for a in &concerned {
+        for r in cache.of(a, root) {
+            if r.path != chosen && !others.contains(&r.path) && holds_block(&r.path) {
+                others.push(r.path.clone());
+            }
+        }
+    }
     let mut out = Vec::new();
     for file in others {
         let mut alone = Vec::new();
@@ -439,6 +449,35 @@ pub fn settle(agent: &'static Agent, root: &Path, chosen: &Path) -> Vec<(PathBuf
     out
 }
 
+/// The agents among `agent` and those that read `chosen` that read more than one file holding
+/// a block under `root` (as the files are now), each with those files: they receive the
+/// session more than once.
+pub fn read_twice(
+    agent: &'static Agent,
+    root: &Path,
+    chosen: &Path,
+) -> Vec<(&'static str, Vec<PathBuf>)> {
+    let mut cache = Reads::default();
+    let mut concerned = vec![agent];
+    for a in readers(root, chosen, &mut cache) {
+        if !concerned.iter().any(|c| c.id == a.id) {
+            concerned.push(a);
+        }
+    }
+    concerned
+        .into_iter()
+        .filter_map(|a| {
+            let files: Vec<PathBuf> = cache
+                .of(a, root)
+                .iter()
+                .filter(|r| holds_block(&r.path))
+                .map(|r| r.path.clone())
+                .collect();
+            (files.len() > 1).then_some((a.name, files))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,7 +492,10 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         let block = block::make_block("x", "\n");
         // Nothing there: the agent's own file.
-        assert_eq!(choose(agent("claude"), &root), (root.join("CLAUDE.md"), Why::Own));
+        assert_eq!(
+            choose(agent("claude"), &root),
+            (root.join("CLAUDE.md"), Why::Own)
+        );
         // CLAUDE.md imports AGENTS.md: the block goes there.
         std::fs::write(root.join("CLAUDE.md"), "@AGENTS.md\n").unwrap();
         std::fs::write(root.join("AGENTS.md"), "# Rules\n").unwrap();
@@ -476,10 +518,17 @@ mod tests {
         std::fs::remove_file(root.join("AGENTS.md")).unwrap();
         assert_eq!(choose(agent("opencode"), &root).0, root.join("CLAUDE.md"));
         // A copy a killed run left is not Codex's own file.
-        std::fs::write(root.join("AGENTS.override.md"), format!("{SHADOW_HEAD}\n{block}")).unwrap();
+        std::fs::write(
+            root.join("AGENTS.override.md"),
+            format!("{SHADOW_HEAD}\n{block}"),
+        )
+        .unwrap();
         assert_eq!(choose(agent("codex"), &root).0, root.join("AGENTS.md"));
         std::fs::write(root.join("AGENTS.override.md"), "mine\n").unwrap();
-        assert_eq!(choose(agent("codex"), &root).0, root.join("AGENTS.override.md"));
+        assert_eq!(
+            choose(agent("codex"), &root).0,
+            root.join("AGENTS.override.md")
+        );
     }
 
     #[test]
@@ -494,7 +543,10 @@ mod tests {
         let copilot = agent("copilot");
         if copilot.also_reads.contains(&"CLAUDE.md") {
             let s = settle(copilot, &root, &root.join("AGENTS.md"));
-            assert!(matches!(&s[..], [(p, Other::Refresh(who))] if p.ends_with("CLAUDE.md") && who.contains(&"Claude Code")), "{s:?}");
+            assert!(
+                matches!(&s[..], [(p, Other::Refresh(who))] if p.ends_with("CLAUDE.md") && who.contains(&"Claude Code")),
+                "{s:?}"
+            );
         }
         // With CLAUDE.md importing AGENTS.md, Claude Code reads that one too: CLAUDE.md's
         // block goes.
@@ -522,7 +574,11 @@ mod tests {
 
     #[test]
     fn the_run_file_joins_what_the_variable_already_holds() {
-        let v = config_env("PAS_AGENT_TEST_NEVER_SET", "instructions", Path::new("/r/c.md"));
+        let v = config_env(
+            "PAS_AGENT_TEST_NEVER_SET",
+            "instructions",
+            Path::new("/r/c.md"),
+        );
         assert_eq!(v, r#"{"instructions":["/r/c.md"]}"#);
     }
 }

@@ -62,10 +62,24 @@ impl Target {
             None => (chosen, why, Named::ByUs),
             Some(out) => {
                 let path = cwd.join(out);
-                if canonical(&path) == chosen {
-                    (path, why, Named::ByUser)
-                } else {
-                    (path, Why::Own, Named::ByUser)
+                let real = canonical(&path);
+                let also = agent
+                    .also_reads
+                    .iter()
+                    .any(|f| canonical(&project.root.join(f)) == real);
+                let read = delivery::reads(agent, &project.root)
+                    .into_iter()
+                    .find(|r| r.path == real)
+                    .or_else(|| {
+                        also.then_some(delivery::Read {
+                            path: real.clone(),
+                            how: How::Also,
+                        })
+                    });
+                match read {
+                    _ if real == chosen => (path, why, Named::ByUser),
+                    Some(r) if r.how != How::Own => (path, Why::Holds(r.how), Named::ByUser),
+                    _ => (path, Why::Own, Named::ByUser),
                 }
             }
         };
@@ -141,6 +155,8 @@ pub struct Report {
     /// The other blocks the agent reads ([`delivery::settle`]): each taken out or brought up
     /// to date, or the reason it could not be.
     pub others: Vec<(PathBuf, Other, std::result::Result<(), String>)>,
+    /// Agents that still read more than one block, with the files ([`delivery::read_twice`]).
+    pub twice: Vec<(&'static str, Vec<PathBuf>)>,
     /// Whether git tracks the file written.
     pub tracked: bool,
     /// Files beside it whose names differ from its name in case only
@@ -172,25 +188,28 @@ impl Report {
         let name = |p: &Path| self::shown(&self.target.root, p);
         let agent = self.target.agent.name;
         let mut out = Vec::new();
-        let kept: Vec<(&PathBuf, &Vec<&str>)> = self
-            .others
-            .iter()
-            .filter_map(|(p, o, r)| match o {
-                Other::Refresh(who) if r.is_ok() => Some((p, who)),
-                _ => None,
-            })
-            .collect();
-        if !kept.is_empty() {
-            let files: Vec<String> = kept.iter().map(|(p, _)| name(p)).collect();
-            let whose: Vec<String> = kept
+        for (reader, files) in &self.twice {
+            let needs: Vec<String> = self
+                .others
                 .iter()
-                .map(|(p, who)| format!("{} is the only one {} reads", name(p), who.join(" and ")))
+                .filter_map(|(p, o, _)| match o {
+                    Other::Refresh(who) if !who.is_empty() && files.contains(p) => Some(format!(
+                        "the one in {} is the only one {} reads",
+                        name(p),
+                        who.join(" and ")
+                    )),
+                    _ => None,
+                })
                 .collect();
+            let why = if needs.is_empty() {
+                String::new()
+            } else {
+                format!("; none can go: {}", needs.join("; "))
+            };
             out.push(format!(
-                "{agent} reads the pas-agent block in {shown} and in {}, so it receives the session {} times; all hold the same content, and none can go: {}",
-                files.join(", "),
-                files.len() + 1,
-                whose.join("; ")
+                "{reader} reads pas-agent blocks in {}, so it receives the session {} times; all hold the same content{why}",
+                files.iter().map(|f| name(f)).collect::<Vec<_>>().join(" and "),
+                files.len()
             ));
         }
         for (file, _, result) in &self.others {
@@ -441,10 +460,12 @@ pub fn write(
         }
         _ => None,
     };
-    let others = if force || !target.at_default {
-        Vec::new()
+    let (others, twice) = if force || !target.at_default {
+        (Vec::new(), Vec::new())
     } else {
-        settle_others(target, &guard, &peers, &content, repo)
+        let others = settle_others(target, &guard, &peers, &content, repo);
+        let twice = delivery::read_twice(target.agent, &target.root, &canonical(&target.path));
+        (others, twice)
     };
     Ok(Report {
         target: target.clone(),
@@ -452,6 +473,7 @@ pub fn write(
         stale,
         limit: limit.map(|l| LimitReport::of(l, &bytes)),
         others,
+        twice,
         tracked,
         case_variants,
         excluded,
@@ -695,6 +717,7 @@ fn write_owned(
         stale,
         limit: limit.map(|l| LimitReport::of(l, &bytes)),
         others: Vec::new(),
+        twice: Vec::new(),
         tracked: false,
         case_variants: Vec::new(),
         excluded: None,

@@ -535,9 +535,10 @@ impl Repo {
     /// `path` (absolute, the file itself need not exist) relative to the top level,
     /// `/`-separated, as git names it; `None` when it is not inside the work tree.
     pub fn rel(&self, path: &Path) -> Option<String> {
-        let real = path.canonicalize().ok().or_else(|| {
-            Some(path.parent()?.canonicalize().ok()?.join(path.file_name()?))
-        })?;
+        let real = path
+            .canonicalize()
+            .ok()
+            .or_else(|| Some(path.parent()?.canonicalize().ok()?.join(path.file_name()?)))?;
         let rel = real.strip_prefix(&self.top).ok()?;
         let rel = rel.to_str()?.replace('\\', "/");
         (!rel.is_empty()).then_some(rel)

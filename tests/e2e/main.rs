@@ -6,6 +6,7 @@ mod common;
 mod agents;
 mod architecture;
 mod commands;
+mod delivery;
 mod docs;
 mod ecosystem;
 mod export;
