@@ -164,12 +164,16 @@ fn remove_targets(project: &crate::session::Project, agent: &'static Agent) -> V
         })
         .collect();
     for f in agent.reads_first {
-        let p = export::canonical(&root.join(f));
+        let p = export::located(&root.join(f));
         let shadow = crate::fsutil::read_limited(&p, export::MAX_CONTEXT_FILE_BYTES)
             .ok()
             .flatten()
             .is_some_and(|b| delivery::is_shadow(&b));
-        if shadow && !files.iter().any(|(q, _)| *q == p) {
+        if shadow
+            && !files
+                .iter()
+                .any(|(q, _)| export::canonical(q) == export::canonical(&p))
+        {
             files.push((p, export::Why::Own));
         }
     }

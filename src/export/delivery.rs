@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{MAX_CONTEXT_FILE_BYTES, canonical, imports};
+use super::{MAX_CONTEXT_FILE_BYTES, canonical, imports, located};
 use crate::agents::{self, Agent, Private};
 use crate::block;
 use crate::fsutil;
@@ -32,8 +32,12 @@ use crate::git::Repo;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Read {
     /// The file, its directory canonical (the file itself need not exist: an agent's own file
-    /// is listed even when missing).
+    /// is listed even when missing; a link is not followed, so a write goes through the guard
+    /// that decides where links may lead).
     pub path: PathBuf,
+    /// The same file with every link followed: two reads of one file (`CLAUDE.md` a link to
+    /// `AGENTS.md`) have the same `real`.
+    pub real: PathBuf,
     /// How the agent comes to read it.
     pub how: How,
 }
@@ -114,11 +118,15 @@ pub fn own_file(agent: &Agent, root: &Path) -> PathBuf {
 pub fn reads(agent: &Agent, root: &Path) -> Vec<Read> {
     let mut out: Vec<Read> = Vec::new();
     let push = |path: PathBuf, how: How, out: &mut Vec<Read>| {
-        let path = canonical(&path);
-        if out.iter().any(|r| r.path == path) {
+        let real = canonical(&path);
+        if out.iter().any(|r| r.real == real) {
             return false;
         }
-        out.push(Read { path, how });
+        out.push(Read {
+            path: located(&path),
+            real,
+            how,
+        });
         true
     };
     let own = own_file(agent, root);
@@ -132,7 +140,7 @@ pub fn reads(agent: &Agent, root: &Path) -> Vec<Read> {
             continue;
         }
         if agent.at_imports {
-            let by = canonical(&file);
+            let by = located(&file);
             for imported in imports::imported_files(&file, root, None) {
                 push(imported, How::Imported { by: by.clone() }, &mut out);
             }
@@ -193,7 +201,7 @@ pub fn choose(agent: &Agent, root: &Path) -> (PathBuf, Why) {
             .map(|a| canonical(&root.join(a.context_file)))
             .collect();
         if let Some(r) = reads.iter().find(|r| {
-            matches!(&r.how, How::Imported { by } if by == own) && context_files.contains(&r.path)
+            matches!(&r.how, How::Imported { by } if by == own) && context_files.contains(&r.real)
         }) {
             return (r.path.clone(), Why::Bridge { by: own.clone() });
         }
@@ -248,10 +256,10 @@ pub fn for_run(agent: &Agent, root: &Path, repo: Option<&Repo>, run_file: &Path)
             _ if !agent.context_args.is_empty() => {
                 Some((run_file.to_path_buf(), private(Private::None)))
             }
-            Private::AlsoReads(name) => Some((canonical(&root.join(name)), private(agent.private)))
+            Private::AlsoReads(name) => Some((located(&root.join(name)), private(agent.private)))
                 .filter(|(p, _)| !repo.is_some_and(|r| r.tracked(p).unwrap_or(true))),
             Private::Shadows(name) => {
-                let shadow = canonical(&root.join(name));
+                let shadow = located(&root.join(name));
                 out.cleanup.push(shadow.clone());
                 Some((shadow, private(agent.private)))
             }
@@ -376,13 +384,13 @@ pub fn case_variants(path: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Every agent whose files under `root` include `path`, with what each reads: the agents
-/// [`settle`] weighs a block against.
-fn readers(root: &Path, path: &Path, cache: &mut Reads) -> Vec<&'static Agent> {
+/// Every agent whose files under `root` include `real` (a path with every link followed): the
+/// agents [`settle`] weighs a block against.
+fn readers(root: &Path, real: &Path, cache: &mut Reads) -> Vec<&'static Agent> {
     agents::AGENTS
         .iter()
         .copied()
-        .filter(|a| cache.of(a, root).iter().any(|r| r.path == path))
+        .filter(|a| cache.of(a, root).iter().any(|r| r.real == real))
         .collect()
 }
 
@@ -410,56 +418,59 @@ pub enum Other {
 /// files holding a block that it, or any agent that reads `chosen`, reads as well, each with
 /// what to do. A file is weighed as if the ones before it in the list had been handled.
 pub fn settle(agent: &'static Agent, root: &Path, chosen: &Path) -> Vec<(PathBuf, Other)> {
+    let chosen = canonical(chosen);
     let mut cache = Reads::default();
     let mut removed: Vec<PathBuf> = Vec::new();
     let mut concerned = vec![agent];
-    for a in readers(root, chosen, &mut cache) {
+    for a in readers(root, &chosen, &mut cache) {
         if !concerned.iter().any(|c| c.id == a.id) {
             concerned.push(a);
         }
     }
-    let mut others: Vec<PathBuf> = Vec::new();
+    let mut others: Vec<Read> = Vec::new();
     for a in &concerned {
         for r in cache.of(a, root) {
-            if r.path != chosen && !others.contains(&r.path) && holds_block(&r.path) {
-                others.push(r.path.clone());
+            if r.real != chosen && !others.iter().any(|o| o.real == r.real) && holds_block(&r.path)
+            {
+                others.push(r.clone());
             }
         }
     }
     let mut out = Vec::new();
     for file in others {
         let mut alone = Vec::new();
-        for reader in readers(root, &file, &mut cache) {
+        for reader in readers(root, &file.real, &mut cache) {
             let elsewhere = cache.of(reader, root).iter().any(|r| {
-                r.path != file
-                    && !removed.contains(&r.path)
-                    && (r.path == chosen || holds_block(&r.path))
+                r.real != file.real
+                    && !removed.contains(&r.real)
+                    && (r.real == chosen || holds_block(&r.path))
             });
             if !elsewhere {
                 alone.push(reader.name);
             }
         }
         if alone.is_empty() {
-            removed.push(file.clone());
-            out.push((file, Other::Remove));
+            removed.push(file.real.clone());
+            out.push((file.path, Other::Remove));
         } else {
-            out.push((file, Other::Refresh(alone)));
+            out.push((file.path, Other::Refresh(alone)));
         }
     }
     out
 }
 
 /// The agents among `agent` and those that read `chosen` that read more than one file holding
-/// a block under `root` (as the files are now), each with those files: they receive the
-/// session more than once.
+/// a block under `root` (as the files are now; one file read under two names counts once),
+/// each with those files: they receive the session more than once.
 pub fn read_twice(
     agent: &'static Agent,
     root: &Path,
     chosen: &Path,
 ) -> Vec<(&'static str, Vec<PathBuf>)> {
+    let chosen = canonical(chosen);
     let mut cache = Reads::default();
     let mut concerned = vec![agent];
-    for a in readers(root, chosen, &mut cache) {
+    for a in readers(root, &chosen, &mut cache) {
         if !concerned.iter().any(|c| c.id == a.id) {
             concerned.push(a);
         }

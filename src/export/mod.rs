@@ -69,16 +69,12 @@ impl Target {
                     .any(|f| canonical(&project.root.join(f)) == real);
                 let read = delivery::reads(agent, &project.root)
                     .into_iter()
-                    .find(|r| r.path == real)
-                    .or_else(|| {
-                        also.then_some(delivery::Read {
-                            path: real.clone(),
-                            how: How::Also,
-                        })
-                    });
+                    .find(|r| r.real == real)
+                    .map(|r| r.how)
+                    .or_else(|| also.then_some(How::Also));
                 match read {
-                    _ if real == chosen => (path, why, Named::ByUser),
-                    Some(r) if r.how != How::Own => (path, Why::Holds(r.how), Named::ByUser),
+                    _ if real == canonical(&chosen) => (path, why, Named::ByUser),
+                    Some(how) if how != How::Own => (path, Why::Holds(how), Named::ByUser),
                     _ => (path, Why::Own, Named::ByUser),
                 }
             }
@@ -905,6 +901,18 @@ fn remove_empty_dirs(target: &Target, guard: &WriteGuard) {
 }
 
 /// A path with its directory made canonical (and the file itself, when it exists).
+/// A path with its directory made canonical and its last part kept as it is (a link there is
+/// not followed): the path to write through the guard.
+pub(crate) fn located(p: &Path) -> PathBuf {
+    match (
+        p.parent().and_then(|d| d.canonicalize().ok()),
+        p.file_name(),
+    ) {
+        (Some(d), Some(n)) => d.join(n),
+        _ => p.to_path_buf(),
+    }
+}
+
 pub(crate) fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| {
         match (
