@@ -152,30 +152,21 @@ fn nothing_in_use() -> Result<i32> {
 /// a killed run left behind.
 fn remove_targets(project: &crate::session::Project, agent: &'static Agent) -> Vec<Target> {
     let root = &project.root;
-    let mut files: Vec<(PathBuf, export::Why)> = delivery::reads(agent, root)
+    let mut files: Vec<(PathBuf, export::Why)> = Vec::new();
+    // What the agent reads now (a copy a killed run left included) and once that copy is gone.
+    for r in delivery::reads(agent, root)
         .into_iter()
-        .filter(|r| r.how == export::How::Own || delivery::holds_block(&r.path))
-        .map(|r| {
-            let why = match r.how {
-                export::How::Own => export::Why::Own,
-                how => export::Why::Holds(how),
-            };
-            (r.path, why)
-        })
-        .collect();
-    for f in agent.reads_first {
-        let p = export::located(&root.join(f));
-        let shadow = crate::fsutil::read_limited(&p, export::MAX_CONTEXT_FILE_BYTES)
-            .ok()
-            .flatten()
-            .is_some_and(|b| delivery::is_shadow(&b));
-        if shadow
-            && !files
-                .iter()
-                .any(|(q, _)| export::canonical(q) == export::canonical(&p))
-        {
-            files.push((p, export::Why::Own));
+        .chain(delivery::reads_of(agent, root, false))
+    {
+        let keep = r.how == export::How::Own || delivery::holds_block(&r.path);
+        if !keep || files.iter().any(|(q, _)| export::canonical(q) == r.real) {
+            continue;
         }
+        let why = match r.how {
+            export::How::Own => export::Why::Own,
+            how => export::Why::Holds(how),
+        };
+        files.push((r.path, why));
     }
     files
         .into_iter()
@@ -264,11 +255,15 @@ fn print_report(agent: &'static Agent, report: &export::Report, cwd: &Path) -> R
                 "Took the pas-agent block out of {other}: every agent that reads {other} reads the one in {file} too."
             ),
             Other::Refresh(_) => format!("Updated the pas-agent block in {other} too."),
+            Other::Leftover => format!(
+                "Deleted {other}, a copy of {own} with the session that a run which did not end left behind: {} would have read it instead of {own}.",
+                agent.name
+            ),
         });
     }
     if report.tracked {
         lines.push(format!(
-            "{file} is tracked by git, so the block shows in `git status` and in diffs until you commit it or take it out (`pas-agent export --to {} --remove`). `pas-agent run {}` leaves tracked files as they are: {}.",
+            "{file} is tracked by git, so the block shows in `git status` and in diffs until you commit it or take it out (`pas-agent export --to {} --remove`). `pas-agent run {}` keeps a block it finds in a tracked file current, and never adds one: without it, {}.",
             agent.id,
             agent.short_name(),
             private_way(agent, &file)

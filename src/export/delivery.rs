@@ -101,21 +101,34 @@ fn is_file(p: &Path) -> bool {
     p.metadata().is_ok_and(|m| m.is_file())
 }
 
-/// The agent's own file under `root`: the first of [`Agent::reads_first`] that exists as a
-/// file and is not a copy a killed run left ([`is_shadow`]), else its context file.
+/// The agent's own file under `root` where a block goes: the first of [`Agent::reads_first`]
+/// that exists as a file and is not a copy `run` made ([`is_shadow`]), else its context file.
 pub fn own_file(agent: &Agent, root: &Path) -> PathBuf {
+    own(agent, root, false)
+}
+
+/// The first of [`Agent::reads_first`] that exists as a file (skipping `run`'s copies unless
+/// `shadows`), else the context file.
+fn own(agent: &Agent, root: &Path, shadows: bool) -> PathBuf {
     agent
         .reads_first
         .iter()
         .map(|f| root.join(f))
-        .find(|p| is_file(p) && !read(p).is_some_and(|b| is_shadow(&b)))
+        .find(|p| is_file(p) && (shadows || !read(p).is_some_and(|b| is_shadow(&b))))
         .unwrap_or_else(|| root.join(agent.context_file))
 }
 
 /// Every file `agent` reads at startup under `root`, in the order it reads them: its own file
-/// (listed even when it does not exist), the files it imports, then the files it reads as
-/// well that exist, each followed by its imports. A file is listed once.
+/// (listed even when it does not exist; a copy `run` made counts, as the agent reads it), the
+/// files it imports, then the files it reads as well that exist, each followed by its imports.
+/// A file is listed once.
 pub fn reads(agent: &Agent, root: &Path) -> Vec<Read> {
+    reads_of(agent, root, true)
+}
+
+/// [`reads`], with a copy `run` made counted only when `shadows` (without them: what the
+/// agent reads once the copy is gone).
+pub fn reads_of(agent: &Agent, root: &Path, shadows: bool) -> Vec<Read> {
     let mut out: Vec<Read> = Vec::new();
     let push = |path: PathBuf, how: How, out: &mut Vec<Read>| {
         let real = canonical(&path);
@@ -129,7 +142,7 @@ pub fn reads(agent: &Agent, root: &Path) -> Vec<Read> {
         });
         true
     };
-    let own = own_file(agent, root);
+    let own = own(agent, root, shadows);
     let also = agent
         .also_reads
         .iter()
@@ -186,7 +199,9 @@ pub enum Why {
 /// Where the block goes for `agent` under `root`, as `export` chooses (steps 2.1, 2.2 and
 /// 2.4 of the rule): the file and why.
 pub fn choose(agent: &Agent, root: &Path) -> (PathBuf, Why) {
-    let reads = reads(agent, root);
+    // A copy a killed run left is not where a block goes: `run` makes it again, `export`
+    // deletes it ([`leftover_copy`]).
+    let reads = reads_of(agent, root, false);
     if let Some(r) = reads.iter().find(|r| holds_block(&r.path)) {
         let why = match &r.how {
             How::Own => Why::Own,
@@ -258,10 +273,15 @@ pub fn for_run(agent: &Agent, root: &Path, repo: Option<&Repo>, run_file: &Path)
             }
             Private::AlsoReads(name) => Some((located(&root.join(name)), private(agent.private)))
                 .filter(|(p, _)| !repo.is_some_and(|r| r.tracked(p).unwrap_or(true))),
+            // Only a file that is not there, or is a copy a killed run left: never the
+            // user's own (a tracked `AGENTS.override.md` is the tracked file itself).
             Private::Shadows(name) => {
                 let shadow = located(&root.join(name));
-                out.cleanup.push(shadow.clone());
-                Some((shadow, private(agent.private)))
+                let free = !shadow.exists() || read(&shadow).is_some_and(|b| is_shadow(&b));
+                free.then(|| {
+                    out.cleanup.push(shadow.clone());
+                    (shadow, private(agent.private))
+                })
             }
             Private::ConfigEnv { var, key } => {
                 out.env.push((var, config_env(var, key, run_file)));
@@ -283,6 +303,17 @@ pub fn for_run(agent: &Agent, root: &Path, repo: Option<&Repo>, run_file: &Path)
     }
     out.file = file;
     out
+}
+
+/// A copy `run` made of `agent`'s context file ([`Private::Shadows`]) that is still there
+/// when no run is writing it (a run that was killed): the agent reads it instead of its
+/// context file, so an explicit export deletes it.
+pub fn leftover_copy(agent: &Agent, root: &Path) -> Option<PathBuf> {
+    let Private::Shadows(name) = agent.private else {
+        return None;
+    };
+    let path = located(&root.join(name));
+    read(&path).is_some_and(|b| is_shadow(&b)).then_some(path)
 }
 
 /// Deletes what `run` made for one run only ([`RunDelivery::cleanup`]): the run's own file,
@@ -410,6 +441,8 @@ impl Reads {
 pub enum Other {
     /// Every agent that reads it reads another block as well: take it out.
     Remove,
+    /// A copy of the context file a killed run left ([`leftover_copy`]): deleted.
+    Leftover,
     /// It is the only block of the agents named: keep it, and current.
     Refresh(Vec<&'static str>),
 }

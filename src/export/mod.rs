@@ -487,24 +487,34 @@ fn settle_others(
     repo: Option<&Repo>,
 ) -> Vec<(PathBuf, Other, std::result::Result<(), String>)> {
     let chosen = canonical(&target.path);
-    delivery::settle(target.agent, &target.root, &chosen)
-        .into_iter()
-        .map(|(file, other)| {
-            let keep_tracked = target.for_run
-                && other == Other::Remove
-                && repo.is_some_and(|r| r.tracked(&file).unwrap_or(true));
-            let other = if keep_tracked {
-                Other::Refresh(Vec::new())
-            } else {
-                other
-            };
-            let result = match other {
-                Other::Remove => take_block_out(guard, peers, &file),
-                Other::Refresh(_) => update_block(guard, peers, &file, content),
-            };
-            (file, other, result)
-        })
-        .collect()
+    let mut out = Vec::new();
+    if !target.for_run
+        && let Some(copy) = delivery::leftover_copy(target.agent, &target.root)
+        && canonical(&copy) != chosen
+    {
+        let result = guard.remove(&copy, Named::ByUs).map_err(|e| e.to_string());
+        out.push((copy, Other::Leftover, result));
+    }
+    out.extend(
+        delivery::settle(target.agent, &target.root, &chosen)
+            .into_iter()
+            .map(|(file, other)| {
+                let keep_tracked = target.for_run
+                    && other == Other::Remove
+                    && repo.is_some_and(|r| r.tracked(&file).unwrap_or(true));
+                let other = if keep_tracked {
+                    Other::Refresh(Vec::new())
+                } else {
+                    other
+                };
+                let result = match other {
+                    Other::Remove | Other::Leftover => take_block_out(guard, peers, &file),
+                    Other::Refresh(_) => update_block(guard, peers, &file, content),
+                };
+                (file, other, result)
+            }),
+    );
+    out
 }
 
 /// Takes the block out of `path` ([`block::take_out`]); a file left with nothing (or only a
@@ -841,6 +851,12 @@ pub fn remove(project: &Project, target: &Target) -> Result<Removed> {
     let Some(bytes) = existing else {
         return Ok(Removed::Nothing);
     };
+    if delivery::is_shadow(&bytes) {
+        guard
+            .remove(&target.path, target.named)
+            .map_err(|e| refusal(target, e))?;
+        return Ok(Removed::File);
+    }
     block::check_text(&bytes).map_err(|r| unsafe_(format!("{r}; nothing was changed")))?;
     let text = bytes
         .strip_prefix(b"\xEF\xBB\xBF".as_slice())
@@ -861,7 +877,7 @@ pub fn remove(project: &Project, target: &Target) -> Result<Removed> {
     let out = block::take_out(&bytes)
         .map_err(|r| unsafe_(format!("{r}; nothing was changed")))?
         .unwrap_or_default();
-    if owned || delivery::is_shadow(&bytes) || out.is_empty() || out == b"\xEF\xBB\xBF" {
+    if owned || out.is_empty() || out == b"\xEF\xBB\xBF" {
         guard
             .remove(&target.path, target.named)
             .map_err(|e| refusal(target, e))?;

@@ -302,7 +302,34 @@ fn with_the_hooks_a_tracked_context_file_stays_clean_and_the_hook_gives_the_sess
         assert_received_once(&mock, cli.endpoint, "Say hello to the ledger", TASK);
         assert_eq!(git_status(&sb), before, "{}", cli.name);
         assert_eq!(sb.read(cli.context_file), "# Team rules\n");
+        // Through `run` as well: its private file, or (Gemini CLI) the hook, once.
+        cli.run(&sb, &mock, "Next step please", true);
+        assert_received_once(&mock, cli.endpoint, "Next step please", TASK);
+        assert_eq!(git_status(&sb), before, "{}", cli.name);
     }
+}
+
+#[test]
+fn a_tracked_override_of_the_users_is_never_replaced_by_a_copy() {
+    let sb = Sandbox::with_session();
+    commit(
+        &sb,
+        &[
+            ("AGENTS.md", "# Rules\n"),
+            ("AGENTS.override.md", "# Team override\n"),
+        ],
+    );
+    sb.stand_in("codex", "exit 0");
+    let before = git_status(&sb);
+    let out = sb.run(&["run", "--no-pty", "codex"]);
+    assert!(out.status.success());
+    assert!(
+        stderr(&out).contains("AGENTS.override.md is tracked by git"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(sb.read("AGENTS.override.md"), "# Team override\n");
+    assert_eq!(git_status(&sb), before);
 }
 
 #[test]
@@ -653,4 +680,23 @@ fn the_start_hook_gives_the_session_only_when_no_file_holds_a_current_block() {
     assert!(session_start(&sb, "claude").contains("something new"));
     sb.write("CLAUDE.md", "@AGENTS.md\n");
     assert_eq!(session_start(&sb, "claude"), "");
+}
+
+#[test]
+fn a_copy_a_killed_run_left_is_deleted_by_export_and_by_remove() {
+    let sb = Sandbox::with_session();
+    let left = "<!-- pas-agent: a copy of the context file with the session, for one run; git ignores it and the run deletes it -->\n# Old rules\n";
+    sb.write("AGENTS.override.md", left);
+    let out = sb.ok(&["export", "--to", "codex"]);
+    assert!(
+        out.contains("Deleted AGENTS.override.md, a copy of AGENTS.md"),
+        "{out}"
+    );
+    assert!(!sb.path("AGENTS.override.md").exists());
+    assert!(sb.read("AGENTS.md").contains("Build the thing"));
+    sb.write("AGENTS.override.md", left);
+    let out = sb.ok(&["export", "--to", "codex", "--remove"]);
+    assert!(out.contains("Deleted AGENTS.override.md"), "{out}");
+    assert!(!sb.path("AGENTS.override.md").exists());
+    assert!(!sb.path("AGENTS.md").exists());
 }
