@@ -899,3 +899,168 @@ pub fn receive(path: &Path, limit: Duration) -> std::result::Result<Handed, Stri
         .map_err(|e| format!("{} could not be read: {e}", path.display()))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("the restore sent something else ({e})"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Extra;
+
+    fn entry(pid: u32) -> Entry {
+        Entry {
+            run_id: Uuid::new_v4(),
+            project: "/nowhere".into(),
+            session_id: Uuid::new_v4(),
+            agent: "claude-code".into(),
+            argv: vec!["claude".into()],
+            cwd: "/".into(),
+            started_at: Utc::now(),
+            launcher_pid: Some(pid),
+            launcher_started: process::start_token(pid),
+            nonce: Some("n".into()),
+            state: State::Live,
+            lease: None,
+            agent_session_id: Some("3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b".into()),
+            args: Some(vec![
+                "-p".into(),
+                "hi".into(),
+                "--model".into(),
+                "opus".into(),
+            ]),
+            options: Vec::new(),
+            terminal: None,
+            tmux: None,
+            frozen: None,
+            restored_from: None,
+            restore: None,
+            restore_ack: None,
+            last_error: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// The registry file's bytes, inode and modification time: what any write would change.
+    fn fingerprint(reg: &Registry) -> (Vec<u8>, u64, std::time::SystemTime) {
+        use std::os::unix::fs::MetadataExt;
+        let path = reg.dir.join(super::super::registry::FILE);
+        let meta = std::fs::metadata(&path).unwrap();
+        (
+            std::fs::read(&path).unwrap(),
+            meta.ino(),
+            meta.modified().unwrap(),
+        )
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_refused_transition_writes_nothing_and_only_the_lease_holder_moves_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reg = Registry {
+            dir: tmp.path().join("state"),
+        };
+        let live = entry(std::process::id());
+        reg.add(live.clone()).unwrap();
+        let before = fingerprint(&reg);
+        // Not frozen: no restore begins, and nothing is written.
+        let refused = begin_restore(&reg, live.run_id).unwrap();
+        assert!(refused.unwrap_err().contains("live"));
+        assert_eq!(fingerprint(&reg), before);
+        assert!(Restore::of(&live).unwrap_err().contains("live"));
+
+        reg.transition(live.run_id, |e| {
+            e.state = State::Frozen;
+            Ok(())
+        })
+        .unwrap()
+        .unwrap();
+        let frozen = reg.get(live.run_id).unwrap().unwrap();
+        let restore = Restore::of(&frozen).unwrap();
+        assert_eq!(
+            restore.run_args(None),
+            [
+                "run",
+                "claude",
+                "--resume",
+                "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b",
+                "--"
+            ]
+        );
+        let (_, token) = begin_restore(&reg, live.run_id).unwrap().unwrap();
+        let held = reg.get(live.run_id).unwrap().unwrap();
+        assert_eq!(held.state, State::Restoring);
+        assert_eq!(held.lease.as_ref().unwrap().pid, std::process::id());
+        // A second coordinator is refused and writes nothing.
+        let before = fingerprint(&reg);
+        let second = begin_restore(&reg, live.run_id).unwrap().unwrap_err();
+        assert!(second.contains("restoring by pas-agent pid"), "{second}");
+        let stranger = Token {
+            run_id: live.run_id,
+            nonce: "not-the-nonce".into(),
+        };
+        abort_restore(&reg, &stranger, "no", || {
+            panic!("not this restore's to undo")
+        })
+        .unwrap();
+        assert_eq!(fingerprint(&reg), before);
+        // A launcher with the wrong nonce does not take it over (it runs as a plain run).
+        let mut plain = entry(std::process::id());
+        plain.agent_session_id = None;
+        let refused = take_over(&reg, &stranger, plain.clone())
+            .unwrap()
+            .unwrap_err();
+        assert!(refused.contains("restoring"), "{refused}");
+        assert_eq!(
+            reg.get(live.run_id).unwrap().unwrap().state,
+            State::Restoring
+        );
+        // The right one does: the frozen entry is replaced by the new run's.
+        let new = entry(std::process::id());
+        take_over(&reg, &token, new.clone()).unwrap().unwrap();
+        assert!(reg.get(live.run_id).unwrap().is_none());
+        let taken = reg.get(new.run_id).unwrap().unwrap();
+        assert_eq!(taken.restored_from, Some(live.run_id));
+        assert_eq!(taken.restore.as_deref(), Some("pending"));
+        // And now the restore's token names nothing any more: aborting it changes nothing.
+        let before = fingerprint(&reg);
+        abort_restore(&reg, &token, "late", || panic!("nothing to undo")).unwrap();
+        assert_eq!(fingerprint(&reg), before);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_aborted_restore_goes_back_to_frozen_through_aborting() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reg = Registry {
+            dir: tmp.path().join("state"),
+        };
+        let mut e = entry(std::process::id());
+        e.state = State::Frozen;
+        reg.add(e.clone()).unwrap();
+        let (_, token) = begin_restore(&reg, e.run_id).unwrap().unwrap();
+        let mut seen = None;
+        abort_restore(&reg, &token, "the window closed", || {
+            seen = Some(reg.get(e.run_id).unwrap().unwrap());
+        })
+        .unwrap();
+        let during = seen.unwrap();
+        assert_eq!(during.state, State::Aborting);
+        // While aborting, a late launcher cannot take it over.
+        let late = take_over(&reg, &token, entry(std::process::id()))
+            .map(|r| r.is_err())
+            .unwrap();
+        assert!(late);
+        let after = reg.get(e.run_id).unwrap().unwrap();
+        assert_eq!(after.state, State::Frozen);
+        assert!(after.lease.is_none());
+        assert_eq!(after.last_error.as_deref(), Some("the window closed"));
+    }
+
+    #[test]
+    fn tokens_round_trip() {
+        let t = Token {
+            run_id: Uuid::new_v4(),
+            nonce: "abc".into(),
+        };
+        assert_eq!(Token::decode(&t.encode()), Some(t));
+        assert_eq!(Token::decode("nope"), None);
+    }
+}

@@ -512,3 +512,135 @@ pub fn settle_leases(reg: &Registry) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::registry::Lease;
+    use crate::model::Extra;
+
+    /// A pid that provably ran and is gone now.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    fn entry(state: State, lease: Option<Lease>, launcher: u32) -> Entry {
+        Entry {
+            run_id: Uuid::new_v4(),
+            project: "/nowhere".into(),
+            session_id: Uuid::new_v4(),
+            agent: "claude-code".into(),
+            argv: vec!["claude".into()],
+            cwd: "/".into(),
+            started_at: Utc::now(),
+            launcher_pid: Some(launcher),
+            launcher_started: super::super::process::start_token(launcher)
+                .or_else(|| super::super::process::own_start_token()),
+            nonce: Some("n".into()),
+            state,
+            lease,
+            agent_session_id: Some("3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b".into()),
+            args: None,
+            options: Vec::new(),
+            terminal: None,
+            tmux: None,
+            frozen: None,
+            restored_from: None,
+            restore: None,
+            restore_ack: None,
+            last_error: None,
+            extra: Extra::new(),
+        }
+    }
+
+    fn lease(pid: u32, age_secs: i64) -> Lease {
+        Lease {
+            nonce: Uuid::new_v4().simple().to_string(),
+            pid,
+            started: super::super::process::start_token(pid)
+                .or_else(|| super::super::process::own_start_token()),
+            at: Utc::now() - chrono::Duration::seconds(age_secs),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_lease_is_settled_only_once_its_holder_is_gone_and_it_is_old() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reg = Registry {
+            dir: tmp.path().join("state"),
+        };
+        let me = std::process::id();
+        let gone = dead_pid();
+        let cases = [
+            // (state, lease holder, lease age, launcher) → expected state, or None: removed.
+            (State::Restoring, gone, 120, gone, Some(State::Frozen)),
+            (State::Restoring, gone, 5, gone, Some(State::Restoring)),
+            (State::Restoring, me, 120, gone, Some(State::Restoring)),
+            (State::Aborting, gone, 120, gone, Some(State::Frozen)),
+            (State::Freezing, gone, 120, me, Some(State::Live)),
+            (State::Freezing, gone, 120, gone, Some(State::Frozen)),
+        ];
+        let mut ids = Vec::new();
+        for (state, holder, age, launcher, _) in &cases {
+            let e = entry(state.clone(), Some(lease(*holder, *age)), *launcher);
+            ids.push(e.run_id);
+            reg.add(e).unwrap();
+        }
+        // A freezing entry with no session id anywhere and its launcher gone: nothing to keep.
+        let mut lost = entry(State::Freezing, Some(lease(gone, 120)), gone);
+        lost.agent_session_id = None;
+        reg.add(lost.clone()).unwrap();
+        settle_leases(&reg).unwrap();
+        for ((state, _, age, _, want), id) in cases.iter().zip(&ids) {
+            let got = reg.get(*id).unwrap().map(|e| e.state);
+            assert_eq!(got.as_ref(), want.as_ref(), "{state:?} aged {age}s");
+        }
+        assert!(reg.get(lost.run_id).unwrap().is_none());
+        let restored = reg.get(ids[0]).unwrap().unwrap();
+        assert!(restored.lease.is_none());
+        assert!(
+            restored
+                .last_error
+                .unwrap()
+                .contains("ended before it was done")
+        );
+        // Settled as frozen from a freeze: restorable, with its arguments.
+        let frozen = reg.get(ids[5]).unwrap().unwrap();
+        assert_eq!(frozen.frozen.unwrap().cause, "freeze");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_crashed_run_is_frozen_when_its_session_is_known_and_an_unreadable_project_waits() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reg = Registry {
+            dir: tmp.path().join("state"),
+        };
+        let gone = dead_pid();
+        // Its project is gone: settled from the entry itself.
+        let known = entry(State::Live, None, gone);
+        let mut unknown = entry(State::Live, None, gone);
+        unknown.agent_session_id = None;
+        // Its project's session cannot be read now: left for later.
+        let damaged = tmp.path().join("damaged");
+        std::fs::create_dir_all(damaged.join(".pas-agent")).unwrap();
+        std::fs::write(damaged.join(".pas-agent/session.json"), "{not json").unwrap();
+        let mut waiting = entry(State::Live, None, gone);
+        waiting.project = damaged.to_string_lossy().into_owned();
+        waiting.agent_session_id = None;
+        for e in [&known, &unknown, &waiting] {
+            reg.add(e.clone()).unwrap();
+        }
+        let left = registry(&reg).unwrap();
+        let frozen = reg.get(known.run_id).unwrap().unwrap();
+        assert_eq!(frozen.state, State::Frozen);
+        assert_eq!(frozen.frozen.as_ref().unwrap().cause, "crash");
+        assert!(left.iter().any(|e| e.run_id == known.run_id));
+        assert!(reg.get(unknown.run_id).unwrap().is_none());
+        assert_eq!(reg.get(waiting.run_id).unwrap().unwrap().state, State::Live);
+    }
+}
