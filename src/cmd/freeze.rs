@@ -150,12 +150,8 @@ pub fn run(args: FreezeArgs) -> Result<i32> {
     let mut failed = false;
     for (e, result) in targets.iter().zip(results) {
         let (outcome, reason, entry) = match result {
-            Ok(Ok(Froze::Frozen(entry))) => ("frozen", None, Some(entry)),
-            Ok(Ok(Froze::Ended)) => (
-                "ended",
-                Some("its session id is not known, so it cannot be restored".to_string()),
-                None,
-            ),
+            Ok(Ok(Froze::Frozen(entry))) => ("frozen", None, Some(*entry)),
+            Ok(Ok(Froze::Ended(why))) => ("ended", Some(why), None),
             Ok(Err(why)) => ("refused", Some(why), None),
             Err(err) => ("refused", Some(err.to_string()), None),
         };

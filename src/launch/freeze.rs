@@ -41,6 +41,11 @@ pub const TAKEOVER_TIMEOUT: Duration = Duration::from_secs(30);
 pub const RECORD_WAIT: Duration = Duration::from_secs(120);
 /// How long a launcher that was sent SIGTERM gets before SIGKILL (it gives its agent 5 s).
 const AFTER_TERM: Duration = Duration::from_secs(8);
+/// A session file not written for this long is taken as settled before the agent is asked to
+/// quit ...
+const QUIET: Duration = Duration::from_secs(1);
+/// ... which is waited for at most this long.
+const SETTLE: Duration = Duration::from_secs(3);
 /// Environment variable: how long (milliseconds) a restore watches for evidence that the agent
 /// is in its conversation; default [`ACK_GRACE`].
 pub const ACK_GRACE_ENV: &str = "PAS_AGENT_RESTORE_ACK_MS";
@@ -102,10 +107,10 @@ pub struct FreezeOptions {
 #[derive(Debug, Clone)]
 pub enum Froze {
     /// The entry is `frozen`, as committed.
-    Frozen(Entry),
-    /// The agent was ended (forced) with no session id: nothing can restore it, and its entry
-    /// is gone.
-    Ended,
+    Frozen(Box<Entry>),
+    /// The agent was ended but nothing can restore it (forced with no session id, or the agent
+    /// saved nothing of its session): why. Its entry is gone.
+    Ended(String),
 }
 
 /// The session id of the live run `entry`, as far as it is known now: recorded at its start
@@ -230,6 +235,22 @@ pub fn freeze(
             "{why}, so it could not be restored; `--force` ends it anyway"
         )));
     }
+    // A session the agent's store surely does not hold (nothing of it saved yet) could not be
+    // resumed either.
+    let saved = |id: &str| {
+        agent
+            .and_then(|a| a.store)
+            .and_then(|s| s.has(id, Path::new(&entry.cwd)))
+            != Some(false)
+    };
+    if let Some(id) = known.as_deref()
+        && !saved(id)
+        && !opts.force
+    {
+        return Ok(Err(format!(
+            "nothing of its session {id} is saved yet (no conversation to resume), so it could not be restored; `--force` ends it anyway"
+        )));
+    }
     // Where it is in tmux now: windows are renamed while agents run.
     #[cfg(unix)]
     let place = entry.tmux.as_ref().and_then(|t| {
@@ -268,6 +289,19 @@ pub fn freeze(
         Ok(e) => e,
         Err(why) => return Ok(Err(why)),
     };
+    // Let a write the agent is making to its session settle before it is asked to quit.
+    if let (Some(id), Some(store)) = (known.as_deref(), agent.and_then(|a| a.store))
+        && let Some(file) = store.session_file(id, Path::new(&entry.cwd))
+    {
+        wait_until(opts.grace.min(SETTLE), || {
+            crate::agents::store::modified(&file).is_none_or(|m| {
+                Utc::now()
+                    .signed_duration_since(m)
+                    .to_std()
+                    .is_ok_and(|age| age >= QUIET)
+            })
+        });
+    }
     let stop = agent.map_or(crate::agents::Stop::INTERRUPT, |a| a.stop);
     let exited = entry
         .launcher_pid
@@ -289,14 +323,33 @@ pub fn freeze(
             RECORD_WAIT.as_secs()
         )));
     }
-    // The launcher recorded the run; its record holds the session id it learned.
+    // The launcher recorded the run; its record holds the session id it learned (and, for an
+    // id chosen at the start, only if the agent's store holds it).
     let record = run_record(&entry);
-    let session_id = record
-        .as_ref()
-        .and_then(|(_, r)| r.agent_session_id.clone())
-        .filter(|id| agent.is_some_and(|a| a.id_shape.accepts(id)))
-        .or(known);
+    let session_id = match &record {
+        Some((_, r)) => r
+            .agent_session_id
+            .clone()
+            .filter(|id| agent.is_some_and(|a| a.id_shape.accepts(id)))
+            .or_else(|| {
+                known.clone().filter(|_| {
+                    agent.is_some_and(|a| a.session_id == crate::agents::SessionId::Discover)
+                })
+            }),
+        None => known.clone(),
+    }
+    .filter(|id| saved(id));
     let Some(session_id) = session_id else {
+        let why = match known.as_deref().or(record
+            .as_ref()
+            .and_then(|(_, r)| r.agent_session_id.as_deref()))
+        {
+            Some(id) if !saved(id) => format!(
+                "{} saved nothing of its session {id}, so there is nothing to resume",
+                agent.map_or("the agent", |a| a.name)
+            ),
+            _ => "its session id is not known, so it cannot be restored".to_string(),
+        };
         reg.apply(true, |runs| {
             let at = runs
                 .iter()
@@ -306,7 +359,7 @@ pub fn freeze(
             Ok::<(), ()>(())
         })?
         .ok();
-        return Ok(Ok(Froze::Ended));
+        return Ok(Ok(Froze::Ended(why)));
     };
     let capture = record
         .as_ref()
@@ -335,7 +388,7 @@ pub fn freeze(
         });
         Ok(e.clone())
     })?;
-    Ok(committed.map(Froze::Frozen))
+    Ok(committed.map(|e| Froze::Frozen(Box::new(e))))
 }
 
 /// ` (pid N)`: who holds a lease, for messages.
@@ -654,7 +707,7 @@ pub fn take_over(
 #[derive(Debug, Clone)]
 pub enum Takeover {
     /// A launcher took the entry over: its live entry.
-    Taken(Entry),
+    Taken(Box<Entry>),
     /// The entry went back to `frozen` or away: why, when known.
     Failed(String),
 }
@@ -676,7 +729,7 @@ pub fn wait_takeover(
             .iter()
             .find(|e| e.restored_from == Some(token.run_id))
         {
-            return Ok(Some(Takeover::Taken(new.clone())));
+            return Ok(Some(Takeover::Taken(Box::new(new.clone()))));
         }
         match entries.iter().find(|e| e.run_id == token.run_id) {
             None => {
@@ -809,8 +862,16 @@ pub struct Handed {
     pub env: Vec<(String, String)>,
 }
 
-/// Variables a restored window keeps its own of: they name its own terminal and tmux pane.
-pub const WINDOW_OWN: &[&str] = &["TMUX", "TMUX_PANE", "TERM", "COLUMNS", "LINES"];
+/// Variables a restored window keeps its own of (or goes without): they name its own terminal
+/// and tmux pane, and the run the restoring command may itself run inside.
+pub const WINDOW_OWN: &[&str] = &[
+    "TMUX",
+    "TMUX_PANE",
+    "TERM",
+    "COLUMNS",
+    "LINES",
+    super::RUN_ID_ENV,
+];
 
 /// A private socket that one restored window connects to for its [`Handed`].
 #[cfg(unix)]

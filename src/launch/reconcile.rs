@@ -538,7 +538,7 @@ mod tests {
             started_at: Utc::now(),
             launcher_pid: Some(launcher),
             launcher_started: super::super::process::start_token(launcher)
-                .or_else(|| super::super::process::own_start_token()),
+                .or_else(super::super::process::own_start_token),
             nonce: Some("n".into()),
             state,
             lease,
@@ -561,7 +561,7 @@ mod tests {
             nonce: Uuid::new_v4().simple().to_string(),
             pid,
             started: super::super::process::start_token(pid)
-                .or_else(|| super::super::process::own_start_token()),
+                .or_else(super::super::process::own_start_token),
             at: Utc::now() - chrono::Duration::seconds(age_secs),
         }
     }

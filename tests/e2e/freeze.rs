@@ -220,6 +220,17 @@ fn codex_tui(base: &str) -> Vec<String> {
     ]
 }
 
+/// Waits until a file of the agent's store under `dir` holds `text`: the agent saved its turn
+/// (Claude Code writes its transcript a moment after the answer is on the screen).
+fn saved(dir: &Path, text: &str) {
+    wait_for("the agent to save its turn", || {
+        crate::common::walk(dir)
+            .into_iter()
+            .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(text)))
+            .then_some(())
+    });
+}
+
 /// Starts Claude Code in `proj-a:claude` and Codex in `proj-b:codex` through `pas-agent run`,
 /// and has one turn with each.
 fn start_two(server: &Server, sb: &Sandbox, b: &Path, mock: &Mock) {
@@ -234,6 +245,8 @@ fn start_two(server: &Server, sb: &Sandbox, b: &Path, mock: &Mock) {
     server.wait_screen("proj-b:codex", "Ask Codex");
     server.say("proj-b:codex", "First codex turn");
     server.wait_screen("proj-b:codex", REPLY);
+    saved(&sb.home.join(".claude/projects"), REPLY);
+    saved(&sb.home.join(".codex/sessions"), REPLY);
 }
 
 /// `runs --all --json`'s entries.
@@ -573,4 +586,59 @@ fn two_coordinators_racing_on_one_record_one_acts_the_other_writes_nothing() {
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert_eq!(runs[1]["restored_from"], entry["run_id"], "{:?}", runs[1]);
     assert!(registry(&sb).is_empty());
+}
+
+#[test]
+fn outside_tmux_one_run_comes_back_in_this_terminal_and_all_prints_commands() {
+    require_agent("claude", "@anthropic-ai/claude-code");
+    let mut sb = Sandbox::repo();
+    let mock = Mock::start();
+    two_projects(&mut sb, &mock);
+    let first = Server::new(&sb, "first");
+    first.session("proj-a", "claude", &sb.work, &line(&["run", "claude"]));
+    first.wait_screen("proj-a:claude", "shortcuts");
+    first.say("proj-a:claude", "Say hello to the ledger");
+    first.wait_screen("proj-a:claude", REPLY);
+    saved(&sb.home.join(".claude/projects"), REPLY);
+    let id = registry(&sb)[0]["run_id"].as_str().unwrap()[..8].to_string();
+    let out = sb.ok(&["freeze", &id]);
+    assert!(out.contains(&format!("Frozen {id}")), "{out}");
+
+    // Outside tmux, `--all` prints a command per run and restores nothing.
+    let out = sb.ok(&["restore", "--all"]);
+    assert!(out.contains(&format!("pas-agent restore {id}")), "{out}");
+    assert_eq!(registry(&sb)[0]["state"], "frozen");
+
+    // One run comes back in the terminal the command runs in (a tmux pane, told it is not
+    // in tmux).
+    let rc = sb.tmp.path().join("here.rc");
+    let script = format!(
+        "env -u TMUX -u TMUX_PANE {} ; echo $? > {}; sleep 600",
+        line(&["restore", &id]),
+        sh_quote(&rc.to_string_lossy())
+    );
+    first.session("here", "here", &sb.work, &script);
+    first.wait_screen("here:here", "shortcuts");
+    assert_eq!(first.windows(), ["here:here"], "no window of its own");
+    let before = mock.requests().len();
+    first.say("here:here", "Next step please");
+    wait_for("the restored conversation to go on", || {
+        mock.requests()[before..]
+            .iter()
+            .any(|r| {
+                r.body.contains("Next step please") && r.body.contains("Say hello to the ledger")
+            })
+            .then_some(())
+    });
+    first.wait_screen("here:here", REPLY);
+    let new = registry(&sb);
+    assert_eq!(new.len(), 1, "{new:?}");
+    assert_eq!(new[0]["state"], "running");
+    assert_eq!(new[0]["restore"], "verified", "{:?}", new[0]);
+    // Claude's own way out; the restore then says how it went.
+    first.run(&["send-keys", "-t", "here:here", "C-c"]);
+    std::thread::sleep(Duration::from_millis(300));
+    first.run(&["send-keys", "-t", "here:here", "C-c"]);
+    wait_for("the restore to exit", || std::fs::read_to_string(&rc).ok());
+    first.wait_screen("here:here", "verified");
 }
