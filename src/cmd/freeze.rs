@@ -104,9 +104,21 @@ pub fn run(args: FreezeArgs) -> Result<i32> {
     reconcile::registry(&reg)?;
     let entries = reg.entries()?;
     let targets: Vec<Entry> = if args.all {
+        // Not the run this command runs inside (a shell of an agent): ending it ends this.
+        let inside = std::env::var(crate::launch::RUN_ID_ENV).ok();
         entries
             .iter()
             .filter(|e| e.state == State::Live && e.liveness() == Liveness::Alive)
+            .filter(|e| {
+                let me = inside.as_deref() == Some(e.run_id.to_string().as_str());
+                if me {
+                    warn(&format!(
+                        "{} is left live: this freeze runs inside it",
+                        describe(e)
+                    ));
+                }
+                !me
+            })
             .cloned()
             .collect()
     } else {

@@ -213,19 +213,24 @@ fn here(reg: &Registry, r: &Restore) -> Result<i32> {
     ));
     let since = Utc::now();
     let running = Arc::new(AtomicBool::new(true));
+    // `None`: no launcher took the run over; `Some(verdict)`: one did, and the restore was
+    // (or could not be) verified.
     let watcher = {
         let (reg, r, token, running) =
             (reg.clone(), r.clone(), token.clone(), Arc::clone(&running));
-        std::thread::spawn(move || -> Option<bool> {
+        std::thread::spawn(move || -> Option<Result<bool>> {
             let taken = freeze::wait_takeover(&reg, &token, freeze::TAKEOVER_TIMEOUT, || {
                 running.load(Ordering::Relaxed)
-            })
-            .ok()??;
+            });
             match taken {
-                Takeover::Taken(new) => {
-                    freeze::verify(&reg, new.run_id, &r, since, freeze::ack_grace()).ok()
-                }
-                Takeover::Failed(_) => None,
+                Ok(Some(Takeover::Taken(new))) => Some(freeze::verify(
+                    &reg,
+                    new.run_id,
+                    &r,
+                    since,
+                    freeze::ack_grace(),
+                )),
+                _ => None,
             }
         })
     };
@@ -242,9 +247,12 @@ fn here(reg: &Registry, r: &Restore) -> Result<i32> {
         Err(e) => Err(Error::io(&r.cwd, e)),
     };
     running.store(false, Ordering::Relaxed);
-    let verified = watcher.join().ok().flatten();
-    match verified {
-        Some(v) => note(&format!("pas-agent: {}", settled(r, v))),
+    match watcher.join().ok().flatten() {
+        Some(Ok(verified)) => note(&format!("pas-agent: {}", settled(r, verified))),
+        Some(Err(e)) => warn(&format!(
+            "the restore of {} could not be checked: {e}",
+            r.entry.short_id()
+        )),
         None => {
             let why = match &code {
                 Err(e) => e.to_string(),

@@ -319,7 +319,12 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         agent_args = with;
     }
 
-    let (terminal, tmux) = whereabouts(use_pty);
+    // Where a restore would bring it back: only agents are restored.
+    let (terminal, tmux) = if program.agent.is_some() {
+        whereabouts(use_pty)
+    } else {
+        (None, None)
+    };
     let run_id = Uuid::new_v4();
     let capture = match capture::limit().filter(|_| use_pty) {
         Some(limit) => match capture::Capture::create(&project.root, &run_id, limit) {

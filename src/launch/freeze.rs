@@ -773,13 +773,17 @@ pub fn verify(
         |file: &Path| crate::agents::store::modified(file).is_some_and(|m| m > since);
     let mut seen = false;
     wait_until(grace, || {
-        let Ok(Some(entry)) = reg.get(new_run) else {
-            // The run ended: its record says which session it ended in.
-            seen = store
-                .and_then(|s| s.session_file(id, &restore.cwd))
-                .is_some_and(|f| written_since(&f))
-                && read_session_of(restore, new_run).as_deref() == Some(id);
-            return true;
+        let entry = match reg.get(new_run) {
+            Ok(Some(entry)) => entry,
+            Ok(None) => {
+                // The run ended: its record says which session it ended in.
+                seen = store
+                    .and_then(|s| s.session_file(id, &restore.cwd))
+                    .is_some_and(|f| written_since(&f))
+                    && read_session_of(restore, new_run).as_deref() == Some(id);
+                return true;
+            }
+            Err(_) => return false,
         };
         if entry.restore_ack.as_deref() == Some(id) {
             seen = true;
