@@ -125,7 +125,7 @@ fn list(entries: &[Entry], json: bool) -> Result<i32> {
         });
         let at = f.map_or(e.started_at, |f| f.at);
         out.push_str(&format!(
-            "  {}  {}  frozen {} ago{cause}  {}  session {}\n",
+            "  {}  {}  frozen {}{cause}  {}  session {}\n",
             e.short_id(),
             clean_line(&e.agent),
             crate::display::ago(&at, &now),

@@ -240,7 +240,7 @@ fn line(k: &Known) -> String {
 }
 
 fn age(t: &DateTime<Utc>, now: &DateTime<Utc>) -> String {
-    format!("{} ago", crate::display::ago(t, now))
+    crate::display::ago(t, now)
 }
 
 /// The first line of `text`, at most `max` characters (an ellipsis marks a cut).
