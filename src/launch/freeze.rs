@@ -834,17 +834,19 @@ fn read_session_of(restore: &Restore, run_id: Uuid) -> Option<String> {
 /// (`restore_ack`), when that run restores a frozen one and has not been settled yet. Failures
 /// are ignored: a hook never fails the agent.
 pub fn acknowledge(run_id: &str, session_id: &str) {
-    let (Ok(run_id), Ok(reg)) = (Uuid::parse_str(run_id), Registry::open()) else {
-        return;
-    };
-    let Ok(Some(entry)) = reg.get(run_id) else {
-        return;
-    };
-    if entry.restored_from.is_none() || entry.restore.as_deref() != Some("pending") {
-        return;
+    if let (Ok(run_id), Ok(reg)) = (Uuid::parse_str(run_id), Registry::open()) {
+        acknowledge_in(&reg, run_id, session_id);
     }
+}
+
+/// [`acknowledge`] in `reg`; writes only when the run is a pending restore.
+fn acknowledge_in(reg: &Registry, run_id: Uuid, session_id: &str) {
     let _ = reg.apply(false, |runs| {
-        let e = runs.iter_mut().find(|e| e.run_id == run_id).ok_or(())?;
+        let e = runs
+            .iter_mut()
+            .find(|e| e.run_id == run_id)
+            .filter(|e| e.restored_from.is_some() && e.restore.as_deref() == Some("pending"))
+            .ok_or(())?;
         e.restore_ack = Some(session_id.to_string());
         Ok::<(), ()>(())
     });
@@ -1117,6 +1119,46 @@ mod tests {
         assert_eq!(after.state, State::Frozen);
         assert!(after.lease.is_none());
         assert_eq!(after.last_error.as_deref(), Some("the window closed"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_agents_session_start_hook_verifies_a_restore() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reg = Registry {
+            dir: tmp.path().join("state"),
+        };
+        let mut old = entry(std::process::id());
+        old.state = State::Frozen;
+        old.cwd = tmp.path().to_string_lossy().into_owned();
+        reg.add(old.clone()).unwrap();
+        let restore = Restore::of(&old).unwrap();
+        let (_, token) = begin_restore(&reg, old.run_id).unwrap().unwrap();
+        let new = entry(std::process::id());
+        take_over(&reg, &token, new.clone()).unwrap().unwrap();
+        // A run that restores nothing is not acknowledged.
+        let plain = entry(std::process::id());
+        reg.add(plain.clone()).unwrap();
+        acknowledge_in(&reg, plain.run_id, &restore.session_id);
+        assert!(
+            reg.get(plain.run_id)
+                .unwrap()
+                .unwrap()
+                .restore_ack
+                .is_none()
+        );
+        acknowledge_in(&reg, new.run_id, &restore.session_id);
+        let since = Utc::now();
+        let verified = verify(&reg, new.run_id, &restore, since, Duration::from_secs(5)).unwrap();
+        assert!(verified);
+        assert_eq!(
+            reg.get(new.run_id).unwrap().unwrap().restore.as_deref(),
+            Some("verified")
+        );
+        // Settled: a later report changes nothing.
+        let before = fingerprint(&reg);
+        acknowledge_in(&reg, new.run_id, "another");
+        assert_eq!(fingerprint(&reg), before);
     }
 
     #[test]
