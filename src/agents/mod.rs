@@ -18,6 +18,7 @@
 
 use std::ffi::OsString;
 
+pub mod args;
 pub mod hooks;
 pub mod mcp;
 pub mod store;
@@ -130,6 +131,10 @@ pub struct Agent {
     /// How the agent registers an MCP server, when it is an MCP client pas-agent has a
     /// snippet for.
     pub mcp: Option<mcp::Mcp>,
+    /// How `pas-agent freeze` ends the agent so that its conversation is saved.
+    pub stop: Stop,
+    /// What its arguments mean: which to leave out when a frozen run is restored.
+    pub arg_shape: args::ArgShape,
 }
 
 /// The fields every row starts from (`Agent { id: …, ..BASE }`): an agent `run` launches as a
@@ -160,6 +165,8 @@ pub const BASE: Agent = Agent {
     store: None,
     hooks: None,
     mcp: None,
+    stop: Stop::INTERRUPT,
+    arg_shape: args::UNKNOWN,
 };
 
 impl Agent {
@@ -433,6 +440,38 @@ impl Resume {
         out.extend(user[at..].iter().cloned());
         out
     }
+}
+
+/// How `pas-agent freeze` ends an agent: the signals it handles by saving its conversation and
+/// exiting, sent one after the other (each given the freeze's grace period to work), before
+/// the freeze falls back to SIGTERM and SIGKILL. The signals go to the run's launcher, which
+/// sends them on to the agent's process group (docs/launcher.md, "Signals and exit codes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// The signals, in order.
+    pub signals: &'static [StopSignal],
+    /// Whether the sequence was checked with the installed agent (docs/freeze.md says which).
+    pub checked: bool,
+}
+
+impl Stop {
+    /// SIGINT: what a terminal's interrupt key sends, and what nearly every CLI takes as "quit"
+    /// when it is not reading keys itself. The default for an agent not checked.
+    pub const INTERRUPT: Stop = Stop {
+        signals: &[StopSignal::Interrupt],
+        checked: false,
+    };
+}
+
+/// A signal in an agent's [`Stop`] sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopSignal {
+    /// SIGINT.
+    Interrupt,
+    /// SIGTERM.
+    Terminate,
+    /// SIGHUP: the terminal went away.
+    HangUp,
 }
 
 /// How to learn the agent's own session id for a new run (the run record's

@@ -67,13 +67,14 @@ fn launcher_error(message: String) -> Error {
 }
 
 /// The user's arguments turned into the agent's: the agent's resume syntax with the id of its
-/// latest recorded session (`--resume`), or the flag that chooses a new session's id; plus
-/// `context`, the arguments that make it read the file the session is in. Returns `(args,
-/// chosen id, resumed id)`.
+/// latest recorded session (`--resume`) or the one `selected` (`--resume SELECTOR`), or the
+/// flag that chooses a new session's id; plus `context`, the arguments that make it read the
+/// file the session is in. Returns `(args, chosen id, resumed id)`.
 fn agent_args(
     agent: Option<&'static Agent>,
     user: Vec<OsString>,
     resume: bool,
+    selected: Option<String>,
     project: &Project,
     cwd: &std::path::Path,
     context: Vec<OsString>,
@@ -109,7 +110,8 @@ fn agent_args(
                     .filter(|r| r.agent == a.id && (!same_dir || r.cwd == here))
                     .find_map(|r| r.agent_session_id.clone())
             };
-            let id = latest(true)
+            let id = selected
+                .or_else(|| latest(true))
                 .or_else(|| latest(false))
                 .ok_or_else(|| {
                     launcher_error(format!(
@@ -185,9 +187,72 @@ fn pty_wanted(args: &RunArgs) -> bool {
     }
 }
 
+/// The `pas-agent run` options a restore of this run passes again.
+fn carried_options(args: &RunArgs) -> Vec<String> {
+    let mut out = Vec::new();
+    for (on, flag) in [
+        (args.no_checkpoint, "--no-checkpoint"),
+        (args.no_export, "--no-export"),
+        (args.no_pty, "--no-pty"),
+        (args.mcp, "--mcp"),
+    ] {
+        if on {
+            out.push(flag.to_string());
+        }
+    }
+    if let Some(to) = &args.to {
+        out.push(format!("--to={to}"));
+    }
+    out
+}
+
+/// The terminal's size and the tmux pane this run is in (only tmux is asked, and only inside
+/// tmux).
+fn whereabouts(
+    use_pty: bool,
+) -> (
+    Option<launch::registry::Size>,
+    Option<launch::registry::TmuxPlace>,
+) {
+    #[cfg(unix)]
+    let size = use_pty
+        .then(|| {
+            launch::terminal::size(std::os::fd::AsFd::as_fd(&std::io::stdout())).map(|s| {
+                launch::registry::Size {
+                    cols: s.cols,
+                    rows: s.rows,
+                }
+            })
+        })
+        .flatten();
+    #[cfg(not(unix))]
+    let size = {
+        let _ = use_pty;
+        None
+    };
+    match launch::tmux::here() {
+        Some((server, pane)) => match server.place(&pane) {
+            Some((place, pane_size)) => (size.or(Some(pane_size)), Some(place)),
+            None => (
+                size,
+                Some(launch::registry::TmuxPlace {
+                    socket: server.socket.to_string_lossy().into_owned(),
+                    pane,
+                    session: None,
+                    window: None,
+                    window_index: None,
+                    pane_index: None,
+                }),
+            ),
+        },
+        None => (size, None),
+    }
+}
+
 fn launch_and_record(args: RunArgs) -> Result<i32> {
-    let cwd = cwd()?;
+    let mut cwd = cwd()?;
     let use_pty = pty_wanted(&args);
+    let options = carried_options(&args);
     let mut rest: Vec<OsString> = args.args;
     let name = match args.agent {
         Some(a) => a,
@@ -202,7 +267,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     // `claude --version`, `codex login`, `gemini mcp list`: no agent session starts, so there
     // is nothing to record, checkpoint or export (the agent table says which lines these are).
     if let Some(agent) = program.agent
-        && !args.resume
+        && args.resume.is_none()
         && agent.straight.matches(&rest)
     {
         #[cfg(unix)]
@@ -224,6 +289,37 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     #[cfg(not(unix))]
     let watch = signals::Watch::install(&[])?;
     let project = super::project()?;
+    let restoring = match args.restoring.as_deref() {
+        Some(t) => Some(launch::freeze::Token::decode(t).ok_or_else(|| {
+            Error::Usage(format!(
+                "`{}` is not a restore token (`pas-agent restore` gives one)",
+                clean_line(t)
+            ))
+        })?),
+        None => None,
+    };
+    // `--resume SELECTOR`: the session it names, resumed in the directory it was started in.
+    let selected = match (args.resume.as_deref().map(str::trim), program.agent) {
+        (Some(sel), Some(agent)) if !sel.is_empty() => {
+            let session = project.load()?;
+            let dirs = launch::resume::directories(&project.root, &cwd, &session.runs);
+            let known =
+                launch::resume::conversations(agent, Some(&program.path), &dirs, &session.runs);
+            let choice = launch::resume::resolve(agent, sel, &known, &session.runs, &cwd)
+                .map_err(launcher_error)?;
+            if !crate::agents::store::same_dir(&choice.cwd.to_string_lossy(), &cwd) {
+                note(&format!(
+                    "pas-agent: resuming {} session {} in {}, where it was started",
+                    agent.name,
+                    clean_line(&choice.id),
+                    clean(&choice.cwd.to_string_lossy())
+                ));
+                cwd = choice.cwd;
+            }
+            Some(choice.id)
+        }
+        _ => None,
+    };
     let run_id = Uuid::new_v4();
     // Where the session goes for this run (docs/commands.md, "Where the block goes"): decided
     // before the command line, which may name the file.
@@ -252,8 +348,19 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         (Some(a), None) if project.root.join(a.context_file).exists() => a.context_args(),
         _ => Vec::new(),
     };
-    let (mut agent_args, chosen, resumed) =
-        agent_args(program.agent, rest, args.resume, &project, &cwd, context)?;
+    let user_args: Vec<String> = rest
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let (mut agent_args, chosen, resumed) = agent_args(
+        program.agent,
+        rest,
+        args.resume.is_some(),
+        selected,
+        &project,
+        &cwd,
+        context,
+    )?;
     if args.mcp {
         let exe = std::env::current_exe().map_err(|e| Error::io("the pas-agent executable", e))?;
         let mut with = super::mcp::run_args(program.agent, &exe, &project.root)?;
@@ -261,6 +368,12 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         agent_args = with;
     }
 
+    // Where a restore would bring it back: only agents are restored.
+    let (terminal, tmux) = if program.agent.is_some() {
+        whereabouts(use_pty)
+    } else {
+        (None, None)
+    };
     let capture = match capture::limit().filter(|_| use_pty) {
         Some(limit) => match capture::Capture::create(&project.root, &run_id, limit) {
             Ok(c) => Some(c),
@@ -291,6 +404,12 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             .and_then(|(a, d)| export::Target::for_run(&project, a, d)),
         capture: capture.as_ref().map(|_| capture::paths(&run_id).0),
         agent_session_id: resumed.clone(),
+        chosen: chosen.clone(),
+        user_args,
+        options,
+        terminal,
+        tmux,
+        restoring,
     };
     let started = match record::before(&project, &plan) {
         Ok(started) => started,
@@ -501,6 +620,16 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                     count(run.files_changed.len(), "file", "files"),
                 )
             };
+            if done.frozen {
+                note(&format!(
+                    "{fresh}pas-agent: {} frozen after {} (run #{}{session}); `pas-agent restore {}` brings it back",
+                    clean(&plan.label),
+                    duration(run.duration_ms.unwrap_or(0)),
+                    done.number,
+                    &plan.run_id.simple().to_string()[..8]
+                ));
+                return Ok(exit.launcher_code());
+            }
             note(&format!(
                 "{fresh}pas-agent: {} {how} after {}; {changes} (run #{}{session}, `pas-agent runs`)",
                 clean(&plan.label),

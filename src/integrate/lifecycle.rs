@@ -129,6 +129,19 @@ fn handle(integration: &Integration, event: Event) -> Result<(), String> {
         // No session here: nothing to give or record (a user-level hook in another project).
         return Ok(());
     };
+    let agent = integration.agent;
+    // A restored run (`pas-agent restore`) asks for this: the session the agent came up in.
+    if event == Event::SessionStart
+        && let (Ok(run), Some(id)) = (
+            std::env::var(crate::launch::RUN_ID_ENV),
+            payload
+                .session_id
+                .as_deref()
+                .filter(|i| agent.id_shape.accepts(i)),
+        )
+    {
+        crate::launch::freeze::acknowledge(&run, id);
+    }
     if inside_run(&project) {
         // The launcher records the run; at the start the hook only gives the session when
         // the run could not put it in a file the agent reads (a tracked context file).
@@ -137,7 +150,6 @@ fn handle(integration: &Integration, event: Event) -> Result<(), String> {
         }
         return Ok(());
     }
-    let agent = integration.agent;
     let session_id = payload
         .session_id
         .clone()
