@@ -2,8 +2,10 @@
 //!
 //! - **Context**: aider loads no instruction file by itself; the convention is `--read <file>`
 //!   (aider.chat/docs/usage/conventions.html; ruler, github.com/intellectronica/ruler, writes
-//!   AGENTS.md and adds it to `read:`), so the launcher adds `--read AGENTS.md` (checked: aider
-//!   0.86.2, the file's text in the model's request only with `--read`).
+//!   AGENTS.md and adds it to `read:`), so the launcher adds `--read AGENTS.md` (a file of
+//!   the run's own when `AGENTS.md` is tracked by git). Started otherwise, it does not read
+//!   AGENTS.md (checked: aider 0.86.2 against a mock model, the task text not in the request)
+//!   unless `read: AGENTS.md` is in its `.aider.conf.yml`.
 //! - **Launch**: no sessions with ids: aider appends each chat to the repository's
 //!   `.aider.chat.history.md`, and `--restore-chat-history` sends that whole history again
 //!   (aider.chat/docs/config/options.html; checked: aider 0.86.2, the earlier turns in the

@@ -42,10 +42,12 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::args::ArgShape;
 use super::hooks::{Event, Format, Hooks, Unit};
 use super::mcp::{Mcp, Shape};
 use super::store::{
-    Candidate, Home, Query, Store, VarIs, files, first_line, same_dir, subdirs, whole_json,
+    Candidate, Conversation, Home, Query, Store, VarIs, files, first_line, modified, same_dir,
+    subdirs, whole_json,
 };
 use super::words::{Collector, read_file, text_of, time_of, together};
 use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
@@ -121,6 +123,43 @@ pub const AGENT: Agent = Agent {
         hint: "# Gemini CLI: merge into .gemini/settings.json (this project) or ~/.gemini/settings.json, or run `gemini mcp add pas-agent pas-agent mcp`",
         one_run: None,
     }),
+    // Not checked: the default SIGINT (docs/freeze.md). Its chat file is written as messages
+    // come (checked: gemini 0.61.0 `-p`).
+    // checked: gemini 0.61.0 `--help` (yargs; the query is positional).
+    arg_shape: ArgShape {
+        known: true,
+        value_flags: &[
+            "-m",
+            "--model",
+            "-p",
+            "--prompt",
+            "-i",
+            "--prompt-interactive",
+            "-w",
+            "--worktree",
+            "--approval-mode",
+            "--policy",
+            "--admin-policy",
+            "--allowed-mcp-server-names",
+            "--allowed-tools",
+            "-e",
+            "--extensions",
+            "-r",
+            "--resume",
+            "--session-file",
+            "--session-id",
+            "--delete-session",
+            "--include-directories",
+            "-o",
+            "--output-format",
+        ],
+        optional_flags: &[],
+        many_flags: &[],
+        one_shot: &["-o", "--output-format"],
+        prompt_flags: &["-p", "--prompt", "-i", "--prompt-interactive"],
+        session_flags: &["-r", "--resume", "--session-file", "--session-id"],
+        positional_prompts: true,
+    },
     ..BASE
 };
 
@@ -134,6 +173,52 @@ impl Store for Chats {
 
     fn sessions(&self, q: &Query<'_>) -> Vec<Candidate> {
         HOME.path().map(|d| sessions(&d, q)).unwrap_or_default()
+    }
+
+    /// The sessions of `dir` and the first prompt of each, read from all of its chat files (a
+    /// resume can leave a file holding only the header: the prompts are in the other).
+    fn conversations(&self, dir: &Path, _program: Option<&Path>) -> Vec<Conversation> {
+        let Some(root) = HOME.path() else {
+            return Vec::new();
+        };
+        let query = Query {
+            cwd: dir,
+            from: DateTime::<Utc>::UNIX_EPOCH,
+            to: Utc::now(),
+            program: None,
+        };
+        let mut out: Vec<Conversation> = Vec::new();
+        for c in sessions(&root, &query) {
+            let updated = c.file.as_deref().and_then(modified).unwrap_or(c.at);
+            match out.iter_mut().find(|o| o.id == c.id) {
+                Some(o) => {
+                    if updated > o.updated {
+                        o.updated = updated;
+                        o.file = c.file;
+                    }
+                }
+                None => out.push(Conversation {
+                    first_prompt: None,
+                    cwd: dir.to_path_buf(),
+                    updated,
+                    file: c.file,
+                    id: c.id,
+                }),
+            }
+        }
+        for o in &mut out {
+            o.first_prompt = read(&o.id, DateTime::<Utc>::UNIX_EPOCH, None)
+                .prompts
+                .into_iter()
+                .next();
+        }
+        out
+    }
+
+    /// The chat file of the session written last (a resume starts a new one, then writes to
+    /// the session's first file).
+    fn session_file(&self, id: &str, _cwd: &Path) -> Option<PathBuf> {
+        store_files(id)?.into_iter().max_by_key(|p| modified(p))
     }
 
     fn transcript(

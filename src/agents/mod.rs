@@ -18,6 +18,7 @@
 
 use std::ffi::OsString;
 
+pub mod args;
 pub mod hooks;
 pub mod mcp;
 pub mod store;
@@ -110,8 +111,13 @@ pub struct Agent {
     /// then looks through those imports for another pas-agent block the agent would see too.
     pub at_imports: bool,
     /// Arguments the launcher adds so that the agent reads the context file, for agents that
-    /// load no file by themselves (`{context}` stands for [`Agent::context_file`]).
+    /// load no file by themselves (`{context}` stands for the file the session is in: the
+    /// context file, or a file of the run's own when that one is tracked by git).
     pub context_args: &'static [&'static str],
+    /// How `pas-agent run` gives the agent the session when its context file is tracked by git
+    /// and holds no block, so that a personal session never shows in `git status`
+    /// (docs/commands.md, `export`, "Where the block goes").
+    pub private: Private,
     /// How to resume a known session id, when the agent has a way.
     pub resume: Option<Resume>,
     /// How the launcher learns the id of the agent's session for a new run.
@@ -133,6 +139,10 @@ pub struct Agent {
     /// How the agent registers an MCP server, when it is an MCP client pas-agent has a
     /// snippet for.
     pub mcp: Option<mcp::Mcp>,
+    /// How `pas-agent freeze` ends the agent so that its conversation is saved.
+    pub stop: Stop,
+    /// What its arguments mean: which to leave out when a frozen run is restored.
+    pub arg_shape: args::ArgShape,
 }
 
 /// The fields every row starts from (`Agent { id: …, ..BASE }`): an agent `run` launches as a
@@ -151,6 +161,7 @@ pub const BASE: Agent = Agent {
     read_limit: None,
     at_imports: false,
     context_args: &[],
+    private: Private::None,
     resume: None,
     session_id: SessionId::Unknown,
     id_shape: IdShape::None,
@@ -162,6 +173,8 @@ pub const BASE: Agent = Agent {
     store: None,
     hooks: None,
     mcp: None,
+    stop: Stop::INTERRUPT,
+    arg_shape: args::UNKNOWN,
 };
 
 impl Agent {
@@ -238,6 +251,36 @@ pub enum Layout {
     Owned {
         /// The front matter, `---` lines included, `\n` line ends.
         front_matter: &'static str,
+    },
+}
+
+/// Another way into the agent's context than its context file, one git does not see (see
+/// [`Agent::private`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Private {
+    /// None known. An agent with lifecycle hooks gets the session from pas-agent's start hook
+    /// when it is installed (`pas-agent integrate`); without them, a run whose context file is
+    /// tracked starts without the session and says so. An agent with
+    /// [`Agent::context_args`] needs none: the run passes it a file of its own.
+    None,
+    /// A file the agent reads as well as its context file (Claude Code's `CLAUDE.local.md`):
+    /// the block goes there, and git is told to ignore it on this machine only (the
+    /// repository's `info/exclude`).
+    AlsoReads(&'static str),
+    /// A file the agent reads instead of its context file when it exists (Codex's
+    /// `AGENTS.override.md`): for the run it holds the context file's text with the block, is
+    /// ignored by git as above, and is deleted when the run ends, so that no copy of the
+    /// context file outlives the run.
+    Shadows(&'static str),
+    /// An environment variable holding JSON configuration that the agent merges into its own
+    /// (OpenCode's `OPENCODE_CONFIG_CONTENT`), whose array `key` (`instructions`) lists files
+    /// it reads: the run sets it, naming a file of the run's own that holds the block (an
+    /// object already in the variable keeps its other settings and entries).
+    ConfigEnv {
+        /// The variable.
+        var: &'static str,
+        /// The key of the array of files to read.
+        key: &'static str,
     },
 }
 
@@ -419,6 +462,38 @@ impl Resume {
         out.extend(user[at..].iter().cloned());
         out
     }
+}
+
+/// How `pas-agent freeze` ends an agent: the signals it handles by saving its conversation and
+/// exiting, sent one after the other (each given the freeze's grace period to work), before
+/// the freeze falls back to SIGTERM and SIGKILL. The signals go to the run's launcher, which
+/// sends them on to the agent's process group (docs/launcher.md, "Signals and exit codes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// The signals, in order.
+    pub signals: &'static [StopSignal],
+    /// Whether the sequence was checked with the installed agent (docs/freeze.md says which).
+    pub checked: bool,
+}
+
+impl Stop {
+    /// SIGINT: what a terminal's interrupt key sends, and what nearly every CLI takes as "quit"
+    /// when it is not reading keys itself. The default for an agent not checked.
+    pub const INTERRUPT: Stop = Stop {
+        signals: &[StopSignal::Interrupt],
+        checked: false,
+    };
+}
+
+/// A signal in an agent's [`Stop`] sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopSignal {
+    /// SIGINT.
+    Interrupt,
+    /// SIGTERM.
+    Terminate,
+    /// SIGHUP: the terminal went away.
+    HangUp,
 }
 
 /// How to learn the agent's own session id for a new run (the run record's

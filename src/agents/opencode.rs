@@ -1,7 +1,12 @@
 //! OpenCode (`opencode`): everything pas-agent knows about it.
 //!
-//! - **Context**: `AGENTS.md` found walking up from the working directory
-//!   (opencode.ai/docs/rules).
+//! - **Context**: `AGENTS.md` found walking up from the working directory, else `CLAUDE.md`
+//!   (opencode.ai/docs/rules; checked: opencode 1.18.33 `run`, each file's text looked for in
+//!   the request to a mock model: `CLAUDE.md` only when there is no `AGENTS.md`), and the
+//!   files named in the configuration's `instructions`, which merges the JSON object in
+//!   `OPENCODE_CONFIG_CONTENT` with the user's own (checked: both lists' files reached the
+//!   model). Where `AGENTS.md` is tracked by git, `run` names a file of its own there
+//!   ([`Private::ConfigEnv`]).
 //! - **Launch**: `-s/--session <id>` continues a session, for the TUI and for `opencode run`
 //!   (opencode.ai/docs/cli; checked: opencode 1.18.33 `--help`, `run --help`).
 //! - **Store**: an SQLite database (`~/.local/share/opencode/opencode.db` in 1.x) whose tables
@@ -23,10 +28,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::args::ArgShape;
 use super::mcp::{Mcp, Shape};
-use super::store::{Candidate, Query, Store, run_program, same_dir};
+use super::store::{Candidate, Conversation, Query, Store, run_program, same_dir};
 use super::words::Collector;
-use super::{Agent, BASE, IdShape, Resume, SessionId, Straight};
+use super::{Agent, BASE, IdShape, Private, Resume, SessionId, Straight};
 use crate::model::Transcript;
 
 /// OpenCode's row.
@@ -35,6 +41,11 @@ pub const AGENT: Agent = Agent {
     name: "OpenCode",
     executables: &["opencode"],
     context_file: "AGENTS.md",
+    reads_first: &["AGENTS.md", "CLAUDE.md"],
+    private: Private::ConfigEnv {
+        var: "OPENCODE_CONFIG_CONTENT",
+        key: "instructions",
+    },
     resume: Some(Resume {
         args: &["--session", "{id}"],
         subcommands: &["run"],
@@ -82,6 +93,54 @@ pub const AGENT: Agent = Agent {
         hint: "# OpenCode: merge into opencode.json at the project root or ~/.config/opencode/opencode.json",
         one_run: None,
     }),
+    // Not checked: the default SIGINT (docs/freeze.md).
+    // checked: opencode 1.18.33 `--help`, `run --help` (`run [message..]` is the one-shot
+    // mode; the TUI's positional is a project directory, kept).
+    arg_shape: ArgShape {
+        known: true,
+        value_flags: &[
+            "--log-level",
+            "--port",
+            "--hostname",
+            "--mdns-domain",
+            "--cors",
+            "-m",
+            "--model",
+            "-s",
+            "--session",
+            "--prompt",
+            "--agent",
+            "--replay-limit",
+            "--command",
+            "--format",
+            "--title",
+            "--attach",
+            "--password",
+            "-u",
+            "--username",
+            "--dir",
+            "--variant",
+        ],
+        optional_flags: &[],
+        many_flags: &["-f", "--file"],
+        one_shot: &[
+            "run",
+            "--command",
+            "--format",
+            "--title",
+            "--attach",
+            "--password",
+            "-u",
+            "--username",
+            "--share",
+            "--thinking",
+            "-i",
+            "--interactive",
+        ],
+        prompt_flags: &["--prompt"],
+        session_flags: &["-s", "--session", "-c", "--continue", "--fork"],
+        positional_prompts: false,
+    },
     ..BASE
 };
 
@@ -149,6 +208,43 @@ impl Store for Listed {
                 })
             })
             .filter(|c| q.inside(c.at))
+            .collect()
+    }
+
+    /// From one `session list`: each session of `dir` with its `updated` time and, for its
+    /// first prompt, its `title` (OpenCode names a session after its first message; exporting
+    /// every session for the message itself takes seconds each).
+    fn conversations(&self, dir: &Path, program: Option<&Path>) -> Vec<Conversation> {
+        let Some(program) = self.program(program) else {
+            return Vec::new();
+        };
+        let Ok(out) = run_program(
+            &program,
+            &["session", "list", "--format", "json"],
+            dir,
+            LIST_TIMEOUT,
+            crate::limits::TRANSCRIPT.bytes,
+        ) else {
+            return Vec::new();
+        };
+        let Ok(sessions) = serde_json::from_slice::<Value>(&out) else {
+            return Vec::new();
+        };
+        sessions
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["directory"].as_str().is_some_and(|d| same_dir(d, dir)))
+            .filter_map(|s| {
+                let at = |k: &str| DateTime::<Utc>::from_timestamp_millis(s[k].as_i64()?);
+                Some(Conversation {
+                    id: s["id"].as_str()?.to_string(),
+                    updated: at("updated").or_else(|| at("created"))?,
+                    first_prompt: s["title"].as_str().map(str::to_string),
+                    cwd: dir.to_path_buf(),
+                    file: None,
+                })
+            })
             .collect()
     }
 

@@ -122,6 +122,25 @@ pub fn is_ours(command: &str, integration: &Integration, event: Event) -> bool {
         && words[words.len() - 1] == event.word()
 }
 
+/// Whether pas-agent's session-start hook for `integration` is in its settings file for the
+/// project at `root` or in the user's: a command ending `lifecycle <key> session-start` is in
+/// the file's text (a plain look, for saying how a run's agent gets the session; `doctor`
+/// checks the entries in full).
+pub fn start_hook_installed(integration: &Integration, root: &Path) -> bool {
+    let needle = format!(
+        "{SUBCOMMAND} {} {}",
+        integration.key(),
+        Event::SessionStart.word()
+    );
+    [false, true].into_iter().any(|user| {
+        integration
+            .settings_path(root, user)
+            .ok()
+            .and_then(|p| crate::fsutil::read_limited(&p, 1024 * 1024).ok().flatten())
+            .is_some_and(|b| String::from_utf8_lossy(&b).contains(&needle))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
