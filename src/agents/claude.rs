@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use super::hooks::{Event, Format, Hooks, Unit};
-use super::mcp::{Mcp, OneRun, Shape};
+use super::mcp::{Mcp, OneRun, Place, Registration, Shape};
 use super::store::{
     Candidate, Home, MAX_LINE, Query, Store, VarIs, files, modified, same_dir, subdirs,
 };
@@ -122,6 +122,7 @@ pub const AGENT: Agent = Agent {
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
+        approvals: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::ClaudeJson,
@@ -129,6 +130,22 @@ pub const AGENT: Agent = Agent {
         one_run: Some(OneRun::JsonFlag {
             flag: "--mcp-config",
         }),
+        registrations: &[
+            // checked: Claude Code 2.1.197 `claude mcp add` (local scope: the project's entry in
+            // ~/.claude.json; `-s user`: its top level; `-s project`: .mcp.json).
+            Registration {
+                file: Place::Project(".mcp.json"),
+                table: &["mcpServers"],
+            },
+            Registration {
+                file: Place::UserHome(".claude.json"),
+                table: &["projects", "{root}", "mcpServers"],
+            },
+            Registration {
+                file: Place::UserHome(".claude.json"),
+                table: &["mcpServers"],
+            },
+        ],
     }),
     ..BASE
 };

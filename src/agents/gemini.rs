@@ -42,7 +42,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::hooks::{Event, Format, Hooks, Unit};
-use super::mcp::{Mcp, Shape};
+use super::mcp::{Mcp, Place, Registration, Shape};
 use super::store::{
     Candidate, Home, Query, Store, VarIs, files, first_line, same_dir, subdirs, whole_json,
 };
@@ -113,11 +113,24 @@ pub const AGENT: Agent = Agent {
         },
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
+        approvals: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::GeminiJson,
         hint: "# Gemini CLI: merge into .gemini/settings.json (this project) or ~/.gemini/settings.json, or run `gemini mcp add pas-agent pas-agent mcp`",
         one_run: None,
+        // checked: Gemini CLI 0.61.0 `gemini mcp add` (project: .gemini/settings.json; `-s
+        // user`: ~/.gemini/settings.json), `mcpServers.<name>`.
+        registrations: &[
+            Registration {
+                file: Place::Project(".gemini/settings.json"),
+                table: &["mcpServers"],
+            },
+            Registration {
+                file: Place::AgentHome("settings.json"),
+                table: &["mcpServers"],
+            },
+        ],
     }),
     ..BASE
 };

@@ -23,7 +23,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::mcp::{Mcp, Shape};
+use super::mcp::{Mcp, Place, Registration, Shape};
 use super::store::{Candidate, Query, Store, run_program, same_dir};
 use super::words::{Collector, text_of};
 use super::{Agent, BASE, IdShape, Resume, SessionId, Straight};
@@ -77,6 +77,18 @@ pub const AGENT: Agent = Agent {
         shape: Shape::OpenCodeJson,
         hint: "# OpenCode: merge into opencode.json at the project root or ~/.config/opencode/opencode.json",
         one_run: None,
+        // opencode.ai/docs/mcp-servers: `mcp.<name>` in opencode.json (project) or
+        // ~/.config/opencode/opencode.json.
+        registrations: &[
+            Registration {
+                file: Place::Project("opencode.json"),
+                table: &["mcp"],
+            },
+            Registration {
+                file: Place::UserConfig("opencode/opencode.json"),
+                table: &["mcp"],
+            },
+        ],
     }),
     ..BASE
 };

@@ -10,7 +10,7 @@
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 use clap_complete::env::Shells;
 
-use crate::cli::{CompletionsArgs, ManArgs};
+use crate::cli::{CompletionShell, CompletionsArgs, ManArgs};
 use crate::error::{Error, Result};
 use crate::model::{ListKind, Session};
 use crate::session::Project;
@@ -71,10 +71,43 @@ pub fn complete_if_asked() -> bool {
 /// `pas-agent completions <shell>`: the registration script, which calls this binary (by
 /// its absolute path) back for every completion.
 pub fn completions(args: CompletionsArgs) -> Result<i32> {
+    crate::term::print(&script(args.shell)?)?;
+    Ok(0)
+}
+
+/// What zsh runs in place of clap_complete's last line (`compdef <function> pas-agent`), so
+/// that the script works however it is loaded: from `fpath` as `_pas-agent` (compinit then
+/// calls it for the first completion, which it answers at once), sourced after `compinit`
+/// (`compdef` registers it), or sourced before (`compdef` does not exist yet: it is registered
+/// at the first prompt, when compinit has run; without compinit nothing is done, silently).
+const ZSH_LOADER: &str = r#"if [[ ${funcstack[1]-} == _pas-agent ]]; then
+    # Loaded from fpath by compinit: this call is the first completion; answer it.
+    {FUNCTION} "$@"
+elif (( $+functions[compdef] )); then
+    compdef {FUNCTION} pas-agent
+else
+    # Sourced before compinit: register at the first prompt, once compinit has run.
+    autoload -Uz add-zsh-hook
+    _pas_agent_compdef() {
+        add-zsh-hook -d precmd _pas_agent_compdef
+        unfunction _pas_agent_compdef
+        (( $+functions[compdef] )) && compdef {FUNCTION} pas-agent
+    }
+    add-zsh-hook precmd _pas_agent_compdef
+fi
+"#;
+
+/// The completion script for `shell`, as `completions` prints it: clap_complete's registration
+/// for this binary, made to load every documented way (zsh: [`ZSH_LOADER`]; fish: earlier
+/// definitions for pas-agent erased first, so that the script loaded last is the one used).
+///
+/// Errors: the path of this binary is not UTF-8; clap_complete has no script for the shell or
+/// wrote one of another shape than this version expects.
+pub fn script(shell: CompletionShell) -> Result<String> {
     let shells = Shells::builtins();
-    let shell = shells.completer(args.shell.name()).ok_or_else(|| {
-        Error::Message(format!("no completion support for {}", args.shell.name()))
-    })?;
+    let completer = shells
+        .completer(shell.name())
+        .ok_or_else(|| Error::Message(format!("no completion support for {}", shell.name())))?;
     let bin = crate::hook::binary_path()?;
     let bin = bin.to_str().ok_or_else(|| {
         Error::Message(format!(
@@ -83,13 +116,120 @@ pub fn completions(args: CompletionsArgs) -> Result<i32> {
         ))
     })?;
     let mut buf = Vec::new();
-    shell
+    completer
         .write_registration(COMPLETE_ENV, "pas-agent", "pas-agent", bin, &mut buf)
         .map_err(|e| Error::io("<stdout>", e))?;
     let text = String::from_utf8(buf)
         .map_err(|e| Error::Message(format!("completion script is not UTF-8: {e}")))?;
-    crate::term::print(&text)?;
-    Ok(0)
+    Ok(match shell {
+        CompletionShell::Zsh => zsh_loader(&text)?,
+        CompletionShell::Fish => format!(
+            "# pas-agent completions (`pas-agent completions fish`)\ncomplete --erase --command pas-agent\n{text}"
+        ),
+        _ => text,
+    })
+}
+
+/// clap_complete's zsh script with its last line, `compdef <function> pas-agent`, replaced by
+/// [`ZSH_LOADER`].
+///
+/// Errors: the script does not end that way (a clap_complete of another shape).
+fn zsh_loader(text: &str) -> Result<String> {
+    let body = text.trim_end();
+    let (head, last) = body.rsplit_once('\n').unwrap_or(("", body));
+    let function = last
+        .strip_prefix("compdef ")
+        .and_then(|rest| rest.strip_suffix(" pas-agent"))
+        .filter(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        .ok_or_else(|| {
+            Error::Message(
+                "the zsh completion script does not end with `compdef … pas-agent` as this pas-agent expects".into(),
+            )
+        })?;
+    Ok(format!(
+        "{}\n\n{}",
+        head.trim_end(),
+        ZSH_LOADER.replace("{FUNCTION}", function)
+    ))
+}
+
+/// The files `shell` loads completions for `pas-agent` from by itself (bash-completion's
+/// folders, zsh's usual `fpath` folders, fish's completion folders), the user's first; the
+/// first is where the documentation installs it. A file there wins over, or stands in for, a
+/// line in the start-up file, so `doctor` compares each with [`script`].
+///
+/// Sources: bash-completion's README (`$BASH_COMPLETION_USER_DIR` or
+/// `$XDG_DATA_HOME/bash-completion/completions`, then the system's `completions` folders);
+/// fish's documentation, "Where to put completions" (`~/.config/fish/completions` first, then
+/// the vendor folders); zsh's `compinit` reads `fpath` (`~/.zfunc` is the folder the
+/// documentation adds to it).
+pub fn completion_files(shell: CompletionShell) -> Vec<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME");
+    let data = var("XDG_DATA_HOME").or_else(|| home.as_ref().map(|h| h.join(".local/share")));
+    let config = var("XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let mut out: Vec<PathBuf> = Vec::new();
+    match shell {
+        CompletionShell::Bash => {
+            if let Some(dir) = var("BASH_COMPLETION_USER_DIR")
+                .or_else(|| data.as_ref().map(|d| d.join("bash-completion")))
+            {
+                out.push(dir.join("completions/pas-agent"));
+            }
+            out.extend(
+                [
+                    "/usr/local/share/bash-completion/completions/pas-agent",
+                    "/usr/share/bash-completion/completions/pas-agent",
+                    "/etc/bash_completion.d/pas-agent",
+                ]
+                .map(PathBuf::from),
+            );
+        }
+        CompletionShell::Zsh => {
+            if let Some(home) = &home {
+                let zdot = var("ZDOTDIR").unwrap_or_else(|| home.clone());
+                out.push(zdot.join(".zfunc/_pas-agent"));
+                if zdot != *home {
+                    out.push(home.join(".zfunc/_pas-agent"));
+                }
+                out.push(home.join(".zsh/completions/_pas-agent"));
+            }
+            if let Some(data) = &data {
+                out.push(data.join("zsh/site-functions/_pas-agent"));
+            }
+            out.extend(
+                [
+                    "/usr/local/share/zsh/site-functions/_pas-agent",
+                    "/usr/share/zsh/site-functions/_pas-agent",
+                    "/usr/share/zsh/vendor-completions/_pas-agent",
+                ]
+                .map(PathBuf::from),
+            );
+        }
+        CompletionShell::Fish => {
+            if let Some(config) = &config {
+                out.push(config.join("fish/completions/pas-agent.fish"));
+            }
+            if let Some(data) = &data {
+                out.push(data.join("fish/vendor_completions.d/pas-agent.fish"));
+            }
+            out.extend(
+                [
+                    "/etc/fish/completions/pas-agent.fish",
+                    "/usr/local/share/fish/vendor_completions.d/pas-agent.fish",
+                    "/usr/share/fish/vendor_completions.d/pas-agent.fish",
+                ]
+                .map(PathBuf::from),
+            );
+        }
+        CompletionShell::Powershell | CompletionShell::Elvish => {}
+    }
+    out
 }
 
 /// The session of the current directory, if there is one and it can be read: completion
