@@ -191,9 +191,11 @@ pub struct ManArgs {
     /// pas-agent itself, which lists the others.
     #[arg(value_name = "COMMAND")]
     pub command: Vec<String>,
-    /// Write every page (pas-agent.1, pas-agent-run.1, …) into this directory instead, e.g.
-    /// ~/.local/share/man/man1.
-    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    /// Write every page (pas-agent.1, pas-agent-run.1, …) into this directory instead,
+    /// creating it, e.g. ~/.local/share/man/man1; says what to set when `man` will not look
+    /// there.
+    // Its own id: the global `-C DIR` is `dir`, and clap would hand it this value.
+    #[arg(long = "dir", id = "man_dir", value_name = "DIR", conflicts_with = "command")]
     pub dir: Option<PathBuf>,
 }
 
@@ -478,6 +480,10 @@ pub struct RunsArgs {
     /// List the live runs of every project on this machine (the run registry).
     #[arg(long)]
     pub all: bool,
+    /// Show whole session ids, dates and project paths: the list is then wider than the 80
+    /// columns it fits otherwise.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// A shell `hook` can integrate with.

@@ -368,9 +368,71 @@ fn all_pages() -> Vec<clap::Command> {
     out
 }
 
+/// What to do so that `man pas-agent` finds the pages written to `dir`, or `None` when it
+/// will (or when this cannot be told: no man-db `manpath` here).
+///
+/// `man` looks for `man1/pas-agent.1` under each folder of its search path, which man-db's
+/// `manpath` prints: `$MANPATH` when it is set (an empty element there stands for the system's
+/// folders), else the system's folders plus, for each folder `X/bin` on `PATH`, `X/share/man`
+/// and `X/man` when they exist (manpath(5); checked: man-db 2.11). So the pages of a binary in
+/// `~/.cargo/bin` or `~/.local/bin` are found in `~/.cargo/share/man/man1` or
+/// `~/.local/share/man/man1` with no setting.
+fn man_finds(dir: &std::path::Path) -> Option<String> {
+    let dir = dir.canonicalize().ok()?;
+    let shown = crate::term::clean(&dir.to_string_lossy());
+    let section = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if !section.starts_with("man") || section.len() < 4 {
+        return Some(format!(
+            "man reads pages from man1/ folders: `man pas-agent` will not find them in {shown}; write them to a folder named man1, such as ~/.local/share/man/man1"
+        ));
+    }
+    let out = std::process::Command::new(which::which("manpath").ok()?)
+        .arg("-q")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let base = dir.parent()?;
+    let listed = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(':')
+        .filter_map(|p| std::path::Path::new(p).canonicalize().ok())
+        .any(|p| p == base);
+    if listed {
+        return None;
+    }
+    let base_shown = crate::term::clean(&base.to_string_lossy());
+    // This binary's `X/bin` on PATH: man-db looks in `X/share/man` by itself.
+    let on_path = |d: &std::path::Path| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|e| e.canonicalize().ok().as_deref() == Some(d)))
+    };
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+        .filter(|bin| bin.file_name().is_some_and(|n| n == "bin") && on_path(bin))
+        .and_then(|bin| Some(bin.parent()?.join("share/man/man1")))
+        .filter(|_| std::env::var_os("MANPATH").is_none())
+        .map(|p| {
+            format!(
+                " (or write them beside this binary, where man-db looks by itself: `pas-agent man --dir {}`)",
+                crate::term::clean(&p.to_string_lossy())
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "`man pas-agent` will not find these pages: {base_shown} is not on man's search path (`manpath`). Add it in your shell's start-up file: export MANPATH=\"{base_shown}:$MANPATH\" (an empty part keeps the system's pages){beside}"
+    ))
+}
+
 /// `pas-agent man [COMMAND…] [--dir DIR]`.
 pub fn man(args: ManArgs) -> Result<i32> {
     if let Some(dir) = &args.dir {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let guard = crate::fsutil::WriteGuard::new(dir).map_err(|e| Error::io(dir, e))?;
         let mut written = 0;
         for cmd in all_pages() {
@@ -390,6 +452,9 @@ pub fn man(args: ManArgs) -> Result<i32> {
             "wrote {written} manual pages to {}",
             crate::term::clean(&dir.to_string_lossy())
         ));
+        if let Some(advice) = man_finds(dir) {
+            crate::term::note(&advice);
+        }
         return Ok(0);
     }
     let Some(cmd) = man_page_of(&args.command) else {
