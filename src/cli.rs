@@ -19,7 +19,7 @@ use crate::model::ListKind;
 coding agent to the next.\n\nThe record lives in .pas-agent/session.json at the project root. \
 `export` writes it into the file an agent reads at startup (CLAUDE.md, AGENTS.md, GEMINI.md), \
 and `run` launches an agent with a checkpoint and export before and a record of what it did after.",
-    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context or settings file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code.\n\nManual: `pas-agent man [COMMAND]` (`pas-agent man run | man -l -`). Docs: https://docs.rs/crate/pas-agent/latest/source/docs/"
+    after_help = concat!("Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context or settings file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code.\n\nManual: `pas-agent man [COMMAND]` (`pas-agent man run | man -l -`). Docs: ", env!("CARGO_PKG_REPOSITORY"), "/tree/main/docs/")
 )]
 pub struct Cli {
     /// Run as if pas-agent was started in DIR (like `git -C`).
@@ -36,8 +36,8 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Where the documentation of this version is read without the source tree.
-pub const DOCS_URL: &str = "https://docs.rs/crate/pas-agent/latest/source/docs/";
+/// Where the documentation is read without the source tree.
+pub use crate::display::DOCS_URL;
 
 /// The command line as parsed: [`Cli`], each command's help ending with where its manual page
 /// and the docs are (`pas-agent help run`, `run --help`), so that no help points to a file a
@@ -101,7 +101,7 @@ pub enum Command {
     /// List the agent runs recorded in this session, or show one in full (`runs N`).
     Runs(RunsArgs),
     /// Print the shell integration script: a prompt segment, and agent commands sent through
-    /// `run` inside a session (`pas-agent man hook`; https://docs.rs/crate/pas-agent/latest/source/docs/hooks.md).
+    /// `run` inside a session (`pas-agent man hook`; docs/hooks.md).
     #[command(
         after_help = "Add one line to your shell's start-up file:\n  bash        eval \"$(pas-agent hook bash)\"            (~/.bashrc)\n  zsh         eval \"$(pas-agent hook zsh)\"             (~/.zshrc)\n  fish        pas-agent hook fish | source              (~/.config/fish/config.fish)\n  PowerShell  Invoke-Expression (& pas-agent hook powershell | Out-String)   ($PROFILE)"
     )]
