@@ -117,10 +117,10 @@ pub enum Command {
     /// running agent); nothing outside a session. Exits 0 whatever state the session is in.
     Prompt(PromptArgs),
     /// Merge an unmerged session.json (git conflict markers after a merge, rebase or
-    /// cherry-pick) into one session, as the merge driver would have (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md).
+    /// cherry-pick) into one session, as the merge driver would have (docs/teams.md).
     Resolve,
     /// Shrink the session: drop the file lists of all but the last N checkpoints and runs,
-    /// and delete old output captures (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md).
+    /// and delete old output captures (docs/teams.md).
     Prune(PruneArgs),
     /// The git merge driver for session.json (`merge-driver %O %A %B %P`, set up by `init`),
     /// or `merge-driver --install` to set it up in this repository.
@@ -195,7 +195,12 @@ pub struct ManArgs {
     /// creating it, e.g. ~/.local/share/man/man1; says what to set when `man` will not look
     /// there.
     // Its own id: the global `-C DIR` is `dir`, and clap would hand it this value.
-    #[arg(long = "dir", id = "man_dir", value_name = "DIR", conflicts_with = "command")]
+    #[arg(
+        long = "dir",
+        id = "man_dir",
+        value_name = "DIR",
+        conflicts_with = "command"
+    )]
     pub dir: Option<PathBuf>,
 }
 
@@ -376,7 +381,7 @@ pub struct CheckpointArgs {
 /// Commands that can print JSON.
 #[derive(Debug, Args)]
 pub struct JsonArgs {
-    /// Print one JSON document instead of text (https://docs.rs/crate/pas-agent/latest/source/docs/json.md).
+    /// Print one JSON document instead of text (docs/json.md).
     #[arg(long)]
     pub json: bool,
 }
@@ -588,7 +593,7 @@ pub struct PromptArgs {
     #[arg(long, value_name = "COLUMNS", default_value_t = PROMPT_WIDTH, value_parser = prompt_width)]
     pub width: u16,
     /// For the shell hooks: also print the notice line, a stamp file and the files to watch,
-    /// one per line (https://docs.rs/crate/pas-agent/latest/source/docs/hooks.md). ID names the shell, usually its process id.
+    /// one per line (docs/hooks.md). ID names the shell, usually its process id.
     #[arg(long, value_name = "ID")]
     pub hook: Option<String>,
     /// With --hook: fill the notice line (the shell has just entered this project), unless

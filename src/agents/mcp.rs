@@ -54,7 +54,8 @@ pub enum Place {
 pub struct Registered {
     /// The settings file.
     pub file: std::path::PathBuf,
-    /// Whether the file is the project's (else the user's).
+    /// Whether the entry is the project's (in its files, or its part of the user's), else the
+    /// user's for every project.
     pub project: bool,
     /// The command line, or what is wrong with the entry or the file.
     pub command: Result<Vec<String>, String>,
@@ -98,7 +99,8 @@ impl Mcp {
             if !text.contains(SERVER_NAME) {
                 continue;
             }
-            let project = matches!(reg.file, Place::Project(_));
+            // A project's own entry, in its files or in the user's (Claude Code's local scope).
+            let project = matches!(reg.file, Place::Project(_)) || reg.table.contains(&"{root}");
             let keys: Vec<String> = reg
                 .table
                 .iter()

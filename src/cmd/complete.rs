@@ -407,8 +407,9 @@ fn man_finds(dir: &std::path::Path) -> Option<String> {
     let base_shown = crate::term::clean(&base.to_string_lossy());
     // This binary's `X/bin` on PATH: man-db looks in `X/share/man` by itself.
     let on_path = |d: &std::path::Path| {
-        std::env::var_os("PATH")
-            .is_some_and(|p| std::env::split_paths(&p).any(|e| e.canonicalize().ok().as_deref() == Some(d)))
+        std::env::var_os("PATH").is_some_and(|p| {
+            std::env::split_paths(&p).any(|e| e.canonicalize().ok().as_deref() == Some(d))
+        })
     };
     let beside = std::env::current_exe()
         .ok()

@@ -171,8 +171,8 @@ impl Table {
     fn fit_last(&mut self, width: usize) {
         let widths = self.widths();
         let n = self.columns.len();
-        let used: usize = widths[..n - 1].iter().sum::<usize>()
-            + self.columns.iter().map(|c| c.2).sum::<usize>();
+        let used: usize =
+            widths[..n - 1].iter().sum::<usize>() + self.columns.iter().map(|c| c.2).sum::<usize>();
         let room = width.saturating_sub(used).max(12);
         for row in &mut self.rows {
             row[n - 1].text = tail(&row[n - 1].text, room);
@@ -184,8 +184,10 @@ impl Table {
         let last = self.columns.len() - 1;
         let mut out = Out::new();
         let line = |out: &mut Out, cells: Vec<(&str, anstyle::Style)>| {
-            for (i, ((text, st), ((_, align, gap), w))) in
-                cells.into_iter().zip(self.columns.iter().zip(&widths)).enumerate()
+            for (i, ((text, st), ((_, align, gap), w))) in cells
+                .into_iter()
+                .zip(self.columns.iter().zip(&widths))
+                .enumerate()
             {
                 out.push_str(&" ".repeat(*gap));
                 let pad = " ".repeat(w.saturating_sub(UnicodeWidthStr::width(text)));
@@ -236,7 +238,11 @@ fn tail(text: &str, width: usize) -> String {
 
 /// A run's start for the list: `11-30 19:47` (UTC) this year, `2025-11-30` before; with
 /// `wide`, `2025-11-30 19:47 UTC`.
-fn started(t: &chrono::DateTime<chrono::Utc>, now: &chrono::DateTime<chrono::Utc>, wide: bool) -> String {
+fn started(
+    t: &chrono::DateTime<chrono::Utc>,
+    now: &chrono::DateTime<chrono::Utc>,
+    wide: bool,
+) -> String {
     use chrono::Datelike;
     if wide {
         minute(t)

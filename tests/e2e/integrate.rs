@@ -155,7 +155,8 @@ fn a_new_settings_file_is_created_and_user_level_goes_to_the_agents_own_director
             .contains("lifecycle codex session-end")
     );
     sb.ok(&["integrate", "claude", "--user", "--remove"]);
-    assert_eq!(std::fs::read_to_string(&user).unwrap(), "{}\n");
+    // The file and the folder `integrate` created are gone again.
+    assert!(!user.exists() && !sb.home.join(".claude").exists());
 }
 
 #[test]

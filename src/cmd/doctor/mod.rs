@@ -213,6 +213,28 @@ pub fn shown(path: &Path) -> String {
     clean(&path.to_string_lossy())
 }
 
+/// `path` as a word of a shell command line: `~/x` under HOME, the path itself when it has
+/// nothing a shell would read otherwise, else in single quotes.
+pub fn shell_path(path: &Path) -> String {
+    let safe = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/._-+,@%=".contains(&b))
+    };
+    let whole = path.to_string_lossy();
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty())
+        && let Ok(rest) = path.strip_prefix(&home)
+        && safe(&rest.to_string_lossy())
+    {
+        return format!("~/{}", rest.to_string_lossy());
+    }
+    if safe(&whole) {
+        whole.into_owned()
+    } else {
+        crate::hook::quote_posix(&clean(&whole))
+    }
+}
+
 /// `~/x` for a path under HOME, cleaned.
 pub fn home_relative(path: &Path) -> String {
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty())

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Check, Context, Runs, home_relative, shown};
+use super::{Check, Context, Runs, home_relative, shell_path, shown};
 use crate::cli::CompletionShell;
 use crate::hook::Shell;
 
@@ -127,11 +127,11 @@ pub fn checks(cx: &Context, checks: &mut Vec<Check>) {
             let how = match (completion_line, documented) {
                 ("", Some(file)) => {
                     let dir = file.parent().unwrap_or(Path::new("."));
-                    let write = format!("pas-agent completions {name} > {}", home_relative(&file));
+                    let write = format!("pas-agent completions {name} > {}", shell_path(&file));
                     if dir.is_dir() {
                         write
                     } else {
-                        format!("mkdir -p {} && {write}", home_relative(dir))
+                        format!("mkdir -p {} && {write}", shell_path(dir))
                     }
                 }
                 (line, _) => format!("add `{line}` to {target}"),
@@ -201,7 +201,7 @@ fn compare(file: &Path, current: Option<&str>, shell: CompletionShell) -> Check 
     let regenerate = format!(
         "pas-agent completions {} > {}",
         shell.name(),
-        crate::hook::quote_posix(&home_relative(file)).replace("'~/", "~/'")
+        shell_path(file)
     );
     match (text, current) {
         (Some(t), Some(c)) if t.trim_end() == c.trim_end() => {
