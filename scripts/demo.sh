@@ -6,11 +6,11 @@
 #
 # Usage: scripts/demo.sh [--keep]
 #
-# It builds in release mode (link-time optimised, one codegen unit): on two cores the first
-# build takes about 9 minutes (measured: 8 min 41 s with the crates already downloaded, plus
-# the download on a fresh machine), a later one that finds the build in cargo's target folder
-# about 2 seconds. The binary is found wherever cargo puts it (`CARGO_TARGET_DIR`, a
-# `build.target-dir` in cargo's configuration): cargo itself names it.
+# It builds in release mode (link-time optimised, one codegen unit), which is slow the first
+# time: on a shared two-core machine (load average about 11) the first run took 20 min 12 s
+# with the crates already downloaded (add their download on a fresh machine; a quiet machine
+# is faster), a second one 1.9 s. The binary is found wherever cargo puts it
+# (`CARGO_TARGET_DIR`, a `build.target-dir` in cargo's configuration): cargo itself names it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
