@@ -71,14 +71,16 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
         } else {
             if recorded.is_none() {
                 // Installed before pas-agent kept a record: what was there before is unknown.
-                remember(
-                    &integration,
-                    &path,
-                    args.user,
-                    Before::Unknown,
-                    Vec::new(),
-                    text.clone(),
-                );
+                remember(installs::Install {
+                    agent: integration.key().to_string(),
+                    path: path.clone(),
+                    user: args.user,
+                    created: false,
+                    dirs: Vec::new(),
+                    before: None,
+                    after: text.clone(),
+                    extra: Default::default(),
+                });
             }
             format!(
                 "pas-agent's hooks for {} are already in {shown}; nothing changed.\n",
@@ -180,19 +182,30 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
     guard
         .write(&target, new_text.as_bytes(), Named::ByUs, Links::Replace)
         .map_err(write_err)?;
-    let before = match (created, recorded.is_some()) {
-        (true, _) => Before::Absent,
-        (false, false) => Before::Text(text.clone().unwrap_or_default()),
-        (false, true) => Before::Unknown,
+    // What `--remove` gives back: while the file is as the last install left it, what was
+    // there before that one; once it changed, the file as it is now (changes since are the
+    // user's and are kept).
+    let install = match recorded {
+        Some(r) if r.after.is_some() && r.after == text => installs::Install {
+            after: Some(new_text),
+            ..r
+        },
+        recorded => installs::Install {
+            agent: integration.key().to_string(),
+            path: path.clone(),
+            user: args.user,
+            created,
+            dirs: if created {
+                new_dirs
+            } else {
+                recorded.map(|r| r.dirs).unwrap_or_default()
+            },
+            before: if created { None } else { text.clone() },
+            after: Some(new_text),
+            extra: Default::default(),
+        },
     };
-    remember(
-        &integration,
-        &path,
-        args.user,
-        before,
-        new_dirs,
-        Some(new_text),
-    );
+    remember(install);
     let mut m = format!(
         "Installed pas-agent in {}'s hooks ({events}) in {shown}: at start it gets the session as context; at the end it is recorded as a run.\n",
         agent.name
@@ -217,40 +230,9 @@ fn missing_ancestor(dir: &std::path::Path) -> std::path::PathBuf {
     at.to_path_buf()
 }
 
-/// What a settings file held before the first install.
-enum Before {
-    /// No file: `integrate` created it.
-    Absent,
-    /// This text.
-    Text(String),
-    /// Not known (installed by a pas-agent that kept no record, or recorded already).
-    Unknown,
-}
-
-/// Records an install ([`installs`]): what was there before, the folders created, and `after`,
-/// the text written. A record that cannot be written is a warning.
-fn remember(
-    integration: &integrate::Integration,
-    path: &std::path::Path,
-    user: bool,
-    before: Before,
-    dirs: Vec<std::path::PathBuf>,
-    after: Option<String>,
-) {
-    let install = installs::Install {
-        agent: integration.key().to_string(),
-        path: path.to_path_buf(),
-        user,
-        created: matches!(before, Before::Absent),
-        dirs,
-        before: match before {
-            Before::Text(t) => Some(t),
-            _ => None,
-        },
-        after,
-        extra: Default::default(),
-    };
-    if let Err(e) = installs::add(install) {
+/// Records an install ([`installs`]); a record that cannot be written is a warning.
+fn remember(install: installs::Install) {
+    if let Err(e) = installs::put(install) {
         crate::term::warn(&format!(
             "the hooks are installed, but pas-agent could not note it ({}); `integrate --remove` and `doctor` still work from the settings file",
             crate::term::clean_line(&e.to_string())

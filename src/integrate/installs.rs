@@ -113,7 +113,8 @@ pub fn all() -> Vec<Install> {
         .unwrap_or_default()
 }
 
-/// The install recorded for the settings file `path`, if any.
+/// The install recorded for the settings file `path`, if any (read without the lock: the
+/// record is a convenience, and a concurrent `integrate` of the same file is the user's race).
 pub fn find(path: &Path) -> Option<Install> {
     all().into_iter().find(|i| i.path == path)
 }
@@ -154,14 +155,13 @@ fn modify<T>(change: impl FnOnce(&mut Vec<Install>) -> T) -> Result<T> {
     Ok(out)
 }
 
-/// Records an install. An install already recorded for the same file keeps what the first one
-/// created and found (a second `integrate` creates nothing) and takes the new `after`.
+/// Records an install, in place of one recorded for the same file.
 ///
 /// Errors: as [`modify`].
-pub fn add(install: Install) -> Result<()> {
+pub fn put(install: Install) -> Result<()> {
     modify(
         |all| match all.iter_mut().find(|i| i.path == install.path) {
-            Some(known) => known.after = install.after,
+            Some(known) => *known = install,
             None => all.push(install),
         },
     )

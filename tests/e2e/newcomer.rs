@@ -528,6 +528,21 @@ fn integrate_remove_gives_back_what_was_there() {
     assert_eq!(v["theme"], "dark");
     assert_eq!(v["model"], "opus");
     assert!(v.get("hooks").is_none(), "{v}");
+
+    // Rewritten without the hooks (as an agent may), installed again, removed: the rewrite is
+    // what comes back, not the file before the first install.
+    sb.write(".claude/settings.json", "{\"model\":\"opus\"}");
+    sb.ok(&["integrate", "claude"]);
+    sb.write(
+        ".claude/settings.json",
+        "{\"model\":\"sonnet\",\"theme\":\"light\"}",
+    );
+    sb.ok(&["integrate", "claude"]);
+    sb.ok(&["integrate", "claude", "--remove"]);
+    assert_eq!(
+        sb.read(".claude/settings.json"),
+        "{\"model\":\"sonnet\",\"theme\":\"light\"}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
