@@ -100,7 +100,18 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
             // The folder above the agent's own (its home), so that the agent's folder, when
             // `integrate` creates it, is inside the guard and recorded.
             let above = target.parent().and_then(|d| d.parent()).unwrap_or(&target);
-            (missing_ancestor(above), target)
+            let mut guard_root = missing_ancestor(above);
+            // The folder above the outermost one an install created (Copilot's `~/.copilot`
+            // for `~/.copilot/hooks/pas-agent.json`), so that `--remove` can take it away.
+            if let Some(top) = recorded
+                .as_ref()
+                .and_then(|r| r.dirs.first())
+                .and_then(|d| d.parent())
+                && guard_root.starts_with(top)
+            {
+                guard_root = top.to_path_buf();
+            }
+            (guard_root, target)
         }
     };
     let write_err = |e: crate::fsutil::WriteError| unsafe_(format!("{e}; nothing was changed"));
@@ -116,17 +127,25 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
             .as_ref()
             .filter(|r| r.after.is_some() && r.after == text && (r.created || r.before.is_some()));
         let mut gone = Vec::new();
+        // A file pas-agent owns whole (`edit.delete`) goes whatever the record says.
         if let Some(r) = untouched
             && !r.created
+            && !edit.delete
         {
             let before = r.before.clone().unwrap_or_default();
             guard
                 .write(&target, before.as_bytes(), Named::ByUs, Links::Replace)
                 .map_err(write_err)?;
-        } else if untouched.is_some()
+        } else if edit.delete
+            || untouched.is_some()
             || (created && settings::is_empty(&new_text, integration.hooks.format))
         {
-            guard.remove(&target, Named::ByUs).map_err(write_err)?;
+            match guard.remove(&target, Named::ByUs) {
+                Ok(()) => {}
+                Err(crate::fsutil::WriteError::Io(e))
+                    if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(write_err(e)),
+            }
             gone.push(shown.clone());
             let dirs: Vec<std::path::PathBuf> = match &recorded {
                 Some(r) => r.dirs.iter().rev().cloned().collect(),

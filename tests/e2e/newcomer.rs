@@ -259,7 +259,7 @@ fn anchors(path: &Path) -> Vec<String> {
 
 /// Checks every link to the repository in `text` (from `source`) against the tree, and that
 /// no link points to a page of pas-agent elsewhere (it is published nowhere else); also every
-/// `docs/<file>.md` named in it. Returns how many were checked.
+/// `docs/<file>.md` named in it (not one inside a longer path: another repository's). Returns how many were checked.
 fn check_links(source: &str, text: &str, repo: &str, broken: &mut Vec<String>) -> usize {
     let mut n = 0;
     for url in urls(text) {
@@ -283,7 +283,9 @@ fn check_links(source: &str, text: &str, repo: &str, broken: &mut Vec<String>) -
             .find(|c: char| !(c.is_ascii_alphanumeric() || "/._-".contains(c)))
             .unwrap_or(tail.len());
         let name = tail[..end].trim_end_matches('.');
-        if name.ends_with(".md") {
+        // A `docs/` inside a longer path is another repository's (a cited source).
+        let inside = text[..text.len() - rest.len() + i].ends_with('/');
+        if name.ends_with(".md") && !inside {
             n += 1;
             if !root().join(name).is_file() {
                 broken.push(format!("{source}: {name}: no such file"));
@@ -455,6 +457,11 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
     out
 }
 
+/// Every agent `integrate` installs into (`pas-agent integrate --help`).
+const EVERY_HOOKED: [&str; 7] = [
+    "claude", "codex", "gemini", "copilot", "qwen", "droid", "pi",
+];
+
 /// `integrate` then `integrate --remove`, at both levels, for every agent, gives back the
 /// project and the home folder as they were: files and folders it created go, files it
 /// changed come back byte for byte — whatever their layout — and a file the user had, even
@@ -468,14 +475,25 @@ fn integrate_remove_gives_back_what_was_there() {
     // Nothing there before: all of it goes again.
     let before_work = snapshot(&sb.work);
     let before_home = snapshot(&sb.home);
-    for agent in ["claude", "codex", "gemini"] {
+    for agent in EVERY_HOOKED {
         sb.ok(&["integrate", agent]);
         sb.ok(&["integrate", agent, "--user"]);
     }
-    for dir in [".claude", ".codex", ".gemini"] {
-        assert!(sb.path(dir).is_dir() && sb.home.join(dir).is_dir(), "{dir}");
+    for (dir, user) in [
+        (".claude", ".claude"),
+        (".codex", ".codex"),
+        (".gemini", ".gemini"),
+        (".github/hooks", ".copilot/hooks"),
+        (".qwen", ".qwen"),
+        (".factory", ".factory"),
+        (".pi/extensions", ".pi/agent/extensions"),
+    ] {
+        assert!(
+            sb.path(dir).is_dir() && sb.home.join(user).is_dir(),
+            "{dir} {user}"
+        );
     }
-    for agent in ["claude", "codex", "gemini"] {
+    for agent in EVERY_HOOKED {
         let out = sb.ok(&["integrate", agent, "--remove"]);
         assert!(out.contains("removed"), "{out}");
         sb.ok(&["integrate", agent, "--user", "--remove"]);
@@ -1206,5 +1224,125 @@ fn doctor_checks_the_mcp_registrations_the_agents_wrote() {
             .as_str()
             .unwrap()
             .contains("pas-agent mcp --config codex")
+    );
+}
+
+/// The hooks of the agents whose settings pas-agent edits (droid, Qwen Code) or whose file it
+/// writes whole (Copilot's hooks file, pi's extension) are checked as Claude Code's: ok when
+/// there, a problem when gone or (a whole file) edited by hand, with a fix that works.
+#[test]
+fn doctor_checks_every_agents_hooks_edited_or_owned() {
+    let sb = Sandbox::with_session();
+    sb.ok(&["integrate", "copilot"]);
+    sb.ok(&["integrate", "droid"]);
+    sb.ok(&["integrate", "qwen", "--user"]);
+    sb.ok(&["integrate", "pi", "--user"]);
+    let (code, json) = doctor_json(&sb);
+    assert_eq!(code, 0, "{json:#}");
+    for name in [
+        "copilot hooks",
+        "droid hooks",
+        "qwen hooks (user)",
+        "pi hooks (user)",
+    ] {
+        let c = one(&json, name);
+        assert_eq!(c["level"], "ok", "{c}");
+    }
+    assert!(
+        one(&json, "copilot hooks")["detail"]
+            .as_str()
+            .unwrap()
+            .contains("sessionStart, agentStop, sessionEnd")
+    );
+
+    // Copilot's file edited by hand: pas-agent leaves it, and says how to get its own back.
+    let file = ".github/hooks/pas-agent.json";
+    let installed = sb.read(file);
+    sb.write(
+        file,
+        installed.replace("\"timeoutSec\": 30", "\"timeoutSec\": 5"),
+    );
+    let (code, json) = doctor_json(&sb);
+    assert_eq!(code, 1);
+    let c = one(&json, "copilot hooks");
+    assert_eq!(c["level"], "problem", "{c}");
+    let fix = c["fix"].as_str().unwrap();
+    assert!(
+        fix.starts_with("rm -- ") && fix.ends_with("pas-agent integrate copilot"),
+        "{c}"
+    );
+    assert!(
+        sb.fails(&["integrate", "copilot"], 6)
+            .contains("does not edit it")
+    );
+    std::fs::remove_file(sb.path(file)).unwrap();
+    sb.ok(&["integrate", "copilot"]);
+    assert_eq!(sb.read(file), installed);
+
+    // Droid's entries taken out by an editor; pi's extension deleted.
+    sb.write(".factory/settings.json", "{}\n");
+    std::fs::remove_file(sb.home.join(".pi/agent/extensions/pas-agent.ts")).unwrap();
+    let (code, json) = doctor_json(&sb);
+    assert_eq!(code, 1);
+    let droid = one(&json, "droid hooks");
+    assert!(
+        droid["detail"].as_str().unwrap().contains("gone"),
+        "{droid}"
+    );
+    assert_eq!(droid["fix"], "pas-agent integrate droid");
+    let pi = one(&json, "pi hooks (user)");
+    assert!(pi["detail"].as_str().unwrap().contains("is gone"), "{pi}");
+    assert_eq!(pi["fix"], "pas-agent integrate pi --user");
+    sb.ok(&["integrate", "droid"]);
+    sb.ok(&["integrate", "pi", "--user"]);
+    let (code, json) = doctor_json(&sb);
+    assert_eq!(code, 0, "{json:#}");
+}
+
+/// The MCP registrations Copilot, Qwen Code and droid write with their own `mcp add`: each is
+/// found where the agent put it; this binary is ok, a pas-agent that is gone a problem.
+#[test]
+fn doctor_checks_the_mcp_registrations_of_copilot_qwen_and_droid() {
+    crate::mock_model::require_agent("copilot", "@github/copilot");
+    crate::mock_model::require_agent("qwen", "@qwen-code/qwen-code");
+    crate::mock_model::require_agent("droid", "@factory/cli-linux-x64");
+    let sb = Sandbox::with_session();
+    let me = bin().to_string_lossy().into_owned();
+    let add = |program: &str, args: &[&str]| {
+        let out = crate::hooks::isolated(&sb, &which::which(program).unwrap())
+            .args(args)
+            .env("COPILOT_AUTO_UPDATE", "false")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{program}: {}", stderr(&out));
+    };
+    add("copilot", &["mcp", "add", "pas-agent", "--", &me, "mcp"]);
+    add("qwen", &["mcp", "add", "pas-agent", &me, "mcp"]);
+    add("droid", &["mcp", "add", "pas-agent", "/gone/pas-agent mcp"]);
+    let (code, json) = doctor_json(&sb);
+    assert_eq!(code, 1, "{json:#}");
+    let copilot = one(&json, "copilot-cli mcp (user)");
+    assert_eq!(copilot["level"], "ok", "{copilot}");
+    assert!(
+        copilot["detail"]
+            .as_str()
+            .unwrap()
+            .contains("mcp-config.json")
+    );
+    let qwen = one(&json, "qwen mcp (user)");
+    assert_eq!(qwen["level"], "ok", "{qwen}");
+    let droid = one(&json, "factory-droid mcp (user)");
+    assert_eq!(droid["level"], "problem", "{droid}");
+    assert!(
+        droid["detail"]
+            .as_str()
+            .unwrap()
+            .contains("/gone/pas-agent")
+    );
+    assert!(
+        droid["fix"]
+            .as_str()
+            .unwrap()
+            .contains("pas-agent mcp --config factory-droid")
     );
 }

@@ -4,7 +4,8 @@
 //! are told to start.
 
 use super::{Check, Context, Runs, home_relative, shown};
-use crate::integrate::{self, installs, settings};
+use crate::hook::quote_posix;
+use crate::integrate::{self, Format, installs, settings};
 use crate::term::clean_line;
 
 /// Largest settings file read (as `integrate` reads them).
@@ -60,6 +61,24 @@ pub fn hooks(cx: &Context, checks: &mut Vec<Check>) {
             };
             let found = match settings::installed(&text, &integration) {
                 Ok(found) => found,
+                Err(_) if matches!(integration.hooks.format, Format::Owned { .. }) => {
+                    // A file pas-agent writes whole, changed since: `integrate` leaves it be.
+                    if recorded || text.contains(integrate::SUBCOMMAND) {
+                        checks.push(
+                            Check::problem(
+                                name,
+                                format!(
+                                    "{file} is no longer the file pas-agent writes there (edited?); pas-agent does not change it"
+                                ),
+                            )
+                            .fix(format!(
+                                "rm -- {}; {reinstall}",
+                                quote_posix(&path.to_string_lossy())
+                            )),
+                        );
+                    }
+                    continue;
+                }
                 Err(e) => {
                     if recorded || text.contains(integrate::SUBCOMMAND) {
                         checks.push(

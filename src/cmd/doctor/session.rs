@@ -8,7 +8,7 @@ use super::{Check, Context, shown};
 use crate::error::Error;
 use crate::hook::quote_posix;
 use crate::launch::process::Liveness;
-use crate::launch::registry::Registry;
+use crate::launch::registry::{Registry, State};
 use crate::model::RunState;
 use crate::session::Project;
 use crate::session::lock::LOCK_FILE;
@@ -196,10 +196,12 @@ pub fn registry(_cx: &Context, checks: &mut Vec<Check>) {
     let file = reg.dir.join(crate::launch::registry::FILE);
     match reg.entries() {
         Ok(entries) => {
+            // A frozen run's launcher is gone by design: only live ones count.
             let dead = entries
                 .iter()
-                .filter(|e| e.liveness() == Liveness::Dead)
+                .filter(|e| e.state == State::Live && e.liveness() == Liveness::Dead)
                 .count();
+            let frozen = entries.iter().filter(|e| e.state == State::Frozen).count();
             checks.push(Check::ok(
                 "run registry",
                 format!(
@@ -208,6 +210,18 @@ pub fn registry(_cx: &Context, checks: &mut Vec<Check>) {
                     crate::display::count(entries.len(), "run listed", "runs listed")
                 ),
             ));
+            if frozen > 0 {
+                checks.push(
+                    Check::info(
+                        "frozen runs",
+                        format!(
+                            "{} waiting to be restored",
+                            crate::display::count(frozen, "run is", "runs are")
+                        ),
+                    )
+                    .fix("pas-agent restore --all"),
+                );
+            }
             if dead > 0 {
                 checks.push(
                     Check::problem(
@@ -223,7 +237,7 @@ pub fn registry(_cx: &Context, checks: &mut Vec<Check>) {
         }
         Err(e) => checks.push(
             Check::problem("run registry", clean_line(&e.to_string())).fix(format!(
-                "rm -- {} (it lists only live runs; running launchers add themselves again)",
+                "rm -- {} (it lists live and frozen runs: running launchers add themselves again, frozen runs are forgotten)",
                 quote_posix(&shown(&file))
             )),
         ),
