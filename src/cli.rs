@@ -19,7 +19,7 @@ use crate::model::ListKind;
 coding agent to the next.\n\nThe record lives in .pas-agent/session.json at the project root. \
 `export` writes it into the file an agent reads at startup (CLAUDE.md, AGENTS.md, GEMINI.md), \
 and `run` launches an agent with a checkpoint and export before and a record of what it did after.",
-    after_help = "Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context or settings file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code.\n\nManual: `pas-agent man [COMMAND]` (`pas-agent man run | man -l -`). Docs: https://docs.rs/crate/pas-agent/latest/source/docs/"
+    after_help = concat!("Start here:\n  pas-agent init --task \"Migrate auth to OAuth2\"\n  pas-agent update --remaining \"Token refresh\" --next \"Token refresh\"\n  pas-agent run codex            # checkpoint + export, run codex, record the run\n  pas-agent status\n\nExit codes: 0 ok, 1 error, 2 usage, 3 no session, 4 locked, 5 damaged or newer session file,\n6 context or settings file cannot be updated safely, 7 session unmerged (`pas-agent resolve`); `run` exits with the agent's own code.\n\nManual: `pas-agent man [COMMAND]` (`pas-agent man run | man -l -`). Docs: ", env!("CARGO_PKG_REPOSITORY"), "/tree/main/docs/")
 )]
 pub struct Cli {
     /// Run as if pas-agent was started in DIR (like `git -C`).
@@ -36,8 +36,8 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Where the documentation of this version is read without the source tree.
-pub const DOCS_URL: &str = "https://docs.rs/crate/pas-agent/latest/source/docs/";
+/// Where the documentation is read without the source tree.
+pub use crate::display::DOCS_URL;
 
 /// The command line as parsed: [`Cli`], each command's help ending with where its manual page
 /// and the docs are (`pas-agent help run`, `run --help`), so that no help points to a file a
@@ -110,7 +110,7 @@ pub enum Command {
     /// those started without pas-agent (resume one with `pas-agent run AGENT --resume ID`).
     Sessions(SessionsArgs),
     /// Print the shell integration script: a prompt segment, and agent commands sent through
-    /// `run` inside a session (`pas-agent man hook`; https://docs.rs/crate/pas-agent/latest/source/docs/hooks.md).
+    /// `run` inside a session (`pas-agent man hook`; docs/hooks.md).
     #[command(
         after_help = "Add one line to your shell's start-up file:\n  bash        eval \"$(pas-agent hook bash)\"            (~/.bashrc)\n  zsh         eval \"$(pas-agent hook zsh)\"             (~/.zshrc)\n  fish        pas-agent hook fish | source              (~/.config/fish/config.fish)\n  PowerShell  Invoke-Expression (& pas-agent hook powershell | Out-String)   ($PROFILE)"
     )]
@@ -126,10 +126,10 @@ pub enum Command {
     /// running agent); nothing outside a session. Exits 0 whatever state the session is in.
     Prompt(PromptArgs),
     /// Merge an unmerged session.json (git conflict markers after a merge, rebase or
-    /// cherry-pick) into one session, as the merge driver would have (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md).
+    /// cherry-pick) into one session, as the merge driver would have (docs/teams.md).
     Resolve,
     /// Shrink the session: drop the file lists of all but the last N checkpoints and runs,
-    /// and delete old output captures (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md).
+    /// and delete old output captures (docs/teams.md).
     Prune(PruneArgs),
     /// The git merge driver for session.json (`merge-driver %O %A %B %P`, set up by `init`),
     /// or `merge-driver --install` to set it up in this repository.
@@ -200,9 +200,16 @@ pub struct ManArgs {
     /// pas-agent itself, which lists the others.
     #[arg(value_name = "COMMAND")]
     pub command: Vec<String>,
-    /// Write every page (pas-agent.1, pas-agent-run.1, …) into this directory instead, e.g.
-    /// ~/.local/share/man/man1.
-    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    /// Write every page (pas-agent.1, pas-agent-run.1, …) into this directory instead,
+    /// creating it, e.g. ~/.local/share/man/man1; says what to set when `man` will not look
+    /// there.
+    // Its own id: the global `-C DIR` is `dir`, and clap would hand it this value.
+    #[arg(
+        long = "dir",
+        id = "man_dir",
+        value_name = "DIR",
+        conflicts_with = "command"
+    )]
     pub dir: Option<PathBuf>,
 }
 
@@ -383,7 +390,7 @@ pub struct CheckpointArgs {
 /// Commands that can print JSON.
 #[derive(Debug, Args)]
 pub struct JsonArgs {
-    /// Print one JSON document instead of text (https://docs.rs/crate/pas-agent/latest/source/docs/json.md).
+    /// Print one JSON document instead of text (docs/json.md).
     #[arg(long)]
     pub json: bool,
 }
@@ -493,6 +500,10 @@ pub struct RunsArgs {
     /// List the live runs of every project on this machine (the run registry).
     #[arg(long)]
     pub all: bool,
+    /// Show whole session ids, dates and project paths: the list is then wider than the 80
+    /// columns it fits otherwise.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// `freeze`.
@@ -654,7 +665,7 @@ pub struct PromptArgs {
     #[arg(long, value_name = "COLUMNS", default_value_t = PROMPT_WIDTH, value_parser = prompt_width)]
     pub width: u16,
     /// For the shell hooks: also print the notice line, a stamp file and the files to watch,
-    /// one per line (https://docs.rs/crate/pas-agent/latest/source/docs/hooks.md). ID names the shell, usually its process id.
+    /// one per line (docs/hooks.md). ID names the shell, usually its process id.
     #[arg(long, value_name = "ID")]
     pub hook: Option<String>,
     /// With --hook: fill the notice line (the shell has just entered this project), unless

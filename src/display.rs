@@ -2,6 +2,15 @@
 
 use chrono::{DateTime, Utc};
 
+/// The repository's documentation folder on the web (Cargo.toml's `repository`, then
+/// `docs/`): what help texts and hints point to. Every link the binary prints is one of these
+/// constants, whole, so that tests/e2e/ecosystem.rs finds each in the binary and checks that
+/// the file it names is in the tree.
+pub const DOCS_URL: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/tree/main/docs/");
+
+/// docs/teams.md on the web: committing the session, the merge driver, pruning.
+pub const TEAMS_URL: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/teams.md");
+
 /// `YYYY-MM-DD HH:MM UTC`, the original's minute precision.
 pub fn minute(t: &DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M UTC").to_string()

@@ -128,7 +128,7 @@ pub enum Error {
 
     /// The session file holds git conflict markers: a merge of branches that both changed the
     /// session, without the merge driver. The file has not been touched.
-    #[error("{}: the session is unmerged (git left conflict markers in it after a merge, rebase or cherry-pick)\n  the file was left unchanged; `pas-agent resolve` merges both sides into one session, then `git add .pas-agent/session.json` (and `git merge --continue`, `git rebase --continue` or `git cherry-pick --continue`)\n  hint: `pas-agent merge-driver --install` sets up the merge driver that avoids this (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md)", path.display())]
+    #[error("{}: the session is unmerged (git left conflict markers in it after a merge, rebase or cherry-pick)\n  the file was left unchanged; `pas-agent resolve` merges both sides into one session, then `git add .pas-agent/session.json` (and `git merge --continue`, `git rebase --continue` or `git cherry-pick --continue`)\n  hint: `pas-agent merge-driver --install` sets up the merge driver that avoids this ({})", path.display(), crate::display::TEAMS_URL)]
     Unmerged {
         /// The session file.
         path: PathBuf,

@@ -48,7 +48,7 @@ use chrono::{DateTime, Utc};
 
 use super::args::ArgShape;
 use super::hooks::{Event, Format, Hooks, Unit};
-use super::mcp::{Mcp, OneRun, Shape};
+use super::mcp::{Mcp, OneRun, Place, Registration, Shape};
 use super::store::{
     Candidate, Conversation, HEAD_BYTES, Home, MAX_LINE, Query, Store, VarIs, dashed, files, head,
     modified, same_dir, subdirs,
@@ -130,6 +130,7 @@ pub const AGENT: Agent = Agent {
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
+        approvals: None,
         env_marker: None,
     }),
     mcp: Some(Mcp {
@@ -138,6 +139,22 @@ pub const AGENT: Agent = Agent {
         one_run: Some(OneRun::JsonFlag {
             flag: "--mcp-config",
         }),
+        registrations: &[
+            // checked: Claude Code 2.1.197 `claude mcp add` (local scope: the project's entry in
+            // ~/.claude.json; `-s user`: its top level; `-s project`: .mcp.json).
+            Registration {
+                file: Place::Project(".mcp.json"),
+                table: &["mcpServers"],
+            },
+            Registration {
+                file: Place::UserHome(".claude.json"),
+                table: &["projects", "{root}", "mcpServers"],
+            },
+            Registration {
+                file: Place::UserHome(".claude.json"),
+                table: &["mcpServers"],
+            },
+        ],
     }),
     // checked: claude 2.1.197, interactive, against a mock model: SIGINT (as `kill` sends it,
     // not the key, which the TUI reads itself) and SIGTERM both end it within a second, the

@@ -31,6 +31,13 @@
 //! - **Hooks**: `.codex/config.toml` (and `config.toml` in its home), `[[hooks.<Event>]]`
 //!   tables for `SessionStart`, `Stop`, `SessionEnd` (developers.openai.com/codex/hooks;
 //!   checked: codex-cli 0.171.0, tests/e2e/integrate.rs).
+//! - **Hook approval**: Codex runs a hook that is not managed only once the user trusted it in
+//!   `/hooks`, which records `[hooks.state."<settings file>:<event>:<group>:<handler>"]` with
+//!   `trusted_hash = "sha256:…"` (and `enabled = false` for one turned off) in
+//!   `$CODEX_HOME/config.toml`; a project's `.codex/config.toml` is read only when
+//!   `[projects."<dir>"]` there says `trust_level = "trusted"` (checked: codex-cli 0.171.0, its
+//!   app-server's `hooks/list`; github.com/openai/codex codex-rs/hooks/src/engine/discovery.rs).
+//!   [`TrustedHashes`] reads both for `doctor`.
 //! - **MCP**: `[mcp_servers.<name>]` in `config.toml`, `codex mcp add`, and `-c` overrides
 //!   of the same keys for one run (github.com/openai/codex docs/config.md).
 
@@ -40,7 +47,7 @@ use chrono::{DateTime, Utc};
 
 use super::args::ArgShape;
 use super::hooks::{Event, Format, Hooks, Unit};
-use super::mcp::{Mcp, OneRun, Shape};
+use super::mcp::{Mcp, OneRun, Place, Registration, Shape};
 use super::store::{
     Candidate, Conversation, HEAD_BYTES, Home, Query, Store, VarIs, files, first_line, head,
     modified, same_dir,
@@ -126,12 +133,25 @@ pub const AGENT: Agent = Agent {
         caveat: Some(
             "Codex runs new hooks only after you review and trust them: start `codex` and approve them in `/hooks`. It reads a project's .codex/config.toml only when the project is trusted.",
         ),
+        approvals: Some(&TrustedHashes),
         env_marker: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::CodexToml,
         hint: "# Codex: add to ~/.codex/config.toml, or run `codex mcp add pas-agent -- pas-agent mcp`",
         one_run: Some(OneRun::CodexOverrides),
+        // checked: codex-cli 0.171.0 `codex mcp add` writes `[mcp_servers.<name>]` into
+        // $CODEX_HOME/config.toml; a trusted project's .codex/config.toml is read too.
+        registrations: &[
+            Registration {
+                file: Place::Project(".codex/config.toml"),
+                table: &["mcp_servers"],
+            },
+            Registration {
+                file: Place::AgentHome("config.toml"),
+                table: &["mcp_servers"],
+            },
+        ],
     }),
     // checked: codex-cli 0.171.0 TUI (`--no-daemon`), against a mock model: SIGINT and SIGTERM
     // to its process group end it at once; the rollout is written line by line as the turns
@@ -483,6 +503,224 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
         }
     });
     c
+}
+
+/// Codex's record of trusted hooks and projects (see the module's notes).
+struct TrustedHashes;
+
+/// The longest `SessionEnd` handler Codex runs: it clamps a larger `timeout` to this, and
+/// fingerprints the clamped value (checked: codex-cli 0.171.0, "clamping SessionEnd hook timeout
+/// to 3s").
+const SESSION_END_MAX_SECS: u64 = 3;
+
+/// `SessionStart` → `session_start`: the event's label in Codex's hook keys.
+fn event_label(event: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in event.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The fingerprint Codex keeps in `trusted_hash` for a handler pas-agent wrote (a group with
+/// only `hooks`, a handler with only `type`, `command` and `timeout`): SHA-256 of the
+/// normalized identity as compact JSON with sorted keys, `sha256:<hex>` (checked: codex-cli
+/// 0.171.0, whose app-server reports the same `currentHash`; codex-rs/config/src/fingerprint.rs
+/// `version_for_toml`).
+fn trusted_hash(event: &str, command: &str, timeout: Option<u64>) -> String {
+    use sha2::Digest as _;
+    let mut secs = timeout.unwrap_or(600).max(1);
+    if event == "SessionEnd" {
+        secs = secs.min(SESSION_END_MAX_SECS);
+    }
+    // serde_json's maps keep keys sorted without `preserve_order`; this crate turns that on,
+    // so the keys are written in order by hand.
+    let identity = format!(
+        "{{\"event_name\":{},\"hooks\":[{{\"async\":false,\"command\":{},\"timeout\":{secs},\"type\":\"command\"}}]}}",
+        serde_json::Value::from(event_label(event)),
+        serde_json::Value::from(command),
+    );
+    let digest = sha2::Sha256::digest(identity.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+impl super::hooks::Approvals for TrustedHashes {
+    fn check(
+        &self,
+        settings: &Path,
+        project: Option<&Path>,
+        found: &[super::hooks::Installed],
+    ) -> Vec<super::hooks::Approval> {
+        use super::hooks::Approval;
+        let Some(home) = HOME.path() else {
+            return Vec::new();
+        };
+        let config = home.join("config.toml");
+        let shown = crate::term::clean(&config.to_string_lossy());
+        let doc: Option<toml_edit::DocumentMut> = match crate::fsutil::read_limited(
+            &config,
+            4 << 20,
+        ) {
+            Ok(Some(bytes)) => match String::from_utf8(bytes).ok().and_then(|t| t.parse().ok()) {
+                Some(doc) => Some(doc),
+                None => {
+                    return vec![Approval {
+                        approved: false,
+                        detail: format!(
+                            "{shown} does not parse, so whether Codex trusts pas-agent's hooks cannot be told (Codex will not start either)"
+                        ),
+                        fix: Some(format!("fix {shown} by hand")),
+                    }];
+                }
+            },
+            _ => None,
+        };
+        let mut out = Vec::new();
+        // The same path may be written as given or with its links resolved.
+        let spellings = |p: &Path| {
+            let mut v = vec![p.to_string_lossy().into_owned()];
+            if let Ok(c) = p.canonicalize()
+                && c != p
+            {
+                v.push(c.to_string_lossy().into_owned());
+            }
+            v
+        };
+        if let Some(root) = project {
+            let level = spellings(root).into_iter().find_map(|key| {
+                doc.as_ref()?
+                    .get("projects")?
+                    .get(&key)?
+                    .get("trust_level")?
+                    .as_str()
+                    .map(str::to_string)
+            });
+            let dir = crate::term::clean(&root.to_string_lossy());
+            match level.as_deref() {
+                Some("trusted") => {}
+                Some(other) => out.push(Approval {
+                    approved: false,
+                    detail: format!("Codex has {dir} as `{}`, so it ignores its .codex/config.toml and pas-agent's hooks there", crate::term::clean_line(other)),
+                    fix: Some(format!("set `trust_level = \"trusted\"` under [projects.\"{dir}\"] in {shown}")),
+                }),
+                None => out.push(Approval {
+                    approved: false,
+                    detail: format!("Codex does not trust {dir} yet, so it ignores its .codex/config.toml and pas-agent's hooks there"),
+                    fix: Some(format!("start `codex` in {dir} and answer yes when it asks whether you trust the folder")),
+                }),
+            }
+        }
+        let mut unapproved = Vec::new();
+        let mut changed = Vec::new();
+        let mut off = Vec::new();
+        for entry in found {
+            let state = spellings(settings).into_iter().find_map(|path| {
+                let key = format!(
+                    "{path}:{}:{}:{}",
+                    event_label(entry.event),
+                    entry.group,
+                    entry.handler
+                );
+                doc.as_ref()?.get("hooks")?.get("state")?.get(&key).cloned()
+            });
+            let Some(state) = state else {
+                unapproved.push(entry.event);
+                continue;
+            };
+            if state.get("enabled").and_then(|e| e.as_bool()) == Some(false) {
+                off.push(entry.event);
+                continue;
+            }
+            match state.get("trusted_hash").and_then(|h| h.as_str()) {
+                None => unapproved.push(entry.event),
+                Some(h)
+                    if entry.plain
+                        && h != trusted_hash(entry.event, &entry.command, entry.timeout) =>
+                {
+                    changed.push(entry.event);
+                }
+                Some(_) => {}
+            }
+        }
+        let approve = "start `codex` and approve pas-agent's hooks in `/hooks`".to_string();
+        if !unapproved.is_empty() {
+            out.push(Approval {
+                approved: false,
+                detail: format!(
+                    "Codex has not approved pas-agent's hooks ({}), so it does not run them",
+                    unapproved.join(", ")
+                ),
+                fix: Some(approve.clone()),
+            });
+        }
+        if !changed.is_empty() {
+            out.push(Approval {
+                approved: false,
+                detail: format!("pas-agent's hooks ({}) changed since Codex approved them, so it does not run them until approved again", changed.join(", ")),
+                fix: Some(approve.clone()),
+            });
+        }
+        if !off.is_empty() {
+            out.push(Approval {
+                approved: false,
+                detail: format!(
+                    "pas-agent's hooks ({}) are turned off in Codex's `/hooks`",
+                    off.join(", ")
+                ),
+                fix: Some("start `codex` and turn pas-agent's hooks on in `/hooks`".into()),
+            });
+        }
+        if out.is_empty() && !found.is_empty() {
+            out.push(Approval {
+                approved: true,
+                detail: format!("approved in {shown}"),
+                fix: None,
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod trust_tests {
+    use super::*;
+
+    /// The fingerprints Codex 0.171.0 reported (`hooks/list`, `currentHash`) for the entries
+    /// `pas-agent integrate codex` wrote with a 30 s timeout.
+    #[test]
+    fn fingerprints_match_what_codex_computes() {
+        assert_eq!(
+            trusted_hash(
+                "SessionStart",
+                "pas-agent lifecycle codex session-start",
+                Some(30)
+            ),
+            "sha256:e0ce467040de9daac32cff0742bcfdcf6705c68d2b583dacbbb61c09ddad841d"
+        );
+        assert_eq!(
+            trusted_hash("Stop", "pas-agent lifecycle codex stop", Some(30)),
+            "sha256:619f813b5d83b3e27b595a869d5f2ff64143168d6d0ce4f8f395dab9af1a6e75"
+        );
+        // SessionEnd's timeout is clamped to 3 s before it is fingerprinted.
+        assert_eq!(
+            trusted_hash(
+                "SessionEnd",
+                "pas-agent lifecycle codex session-end",
+                Some(30)
+            ),
+            "sha256:249aa610cdbf6f5a99093c960deea8dc7378d83cd4fece48f9dd979603ceb438"
+        );
+        assert_eq!(event_label("SessionStart"), "session_start");
+        assert_eq!(event_label("Stop"), "stop");
+    }
 }
 
 #[cfg(test)]

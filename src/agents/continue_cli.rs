@@ -74,6 +74,8 @@ pub const AGENT: Agent = Agent {
         shape: Shape::ContinueYaml,
         hint: "# Continue CLI: merge into the config.yaml you start cn with (`cn --config …`) or ~/.continue/config.yaml",
         one_run: None,
+        // Its servers are a YAML list in config.yaml, which `doctor` does not read.
+        registrations: &[],
     }),
     ..BASE
 };

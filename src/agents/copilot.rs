@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use super::hooks::{ContextOutput, Event, Format, Hooks, Payload, Unit};
-use super::mcp::{Mcp, OneRun, Shape};
+use super::mcp::{Mcp, OneRun, Place, Registration, Shape};
 use super::store::{Candidate, Home, Query, Store, VarIs, first_line, same_dir, subdirs};
 use super::words::{Collector, json_lines, read_file, time_of};
 use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
@@ -159,6 +159,7 @@ pub const AGENT: Agent = Agent {
         caveat: Some(
             "Copilot runs a repository's hooks only in a folder you trust (answer \"Yes, and remember\" when it asks, or start it with --trust-folder or COPILOT_ALLOW_ALL=true); `--user` installs them where they always run.",
         ),
+        approvals: None,
         env_marker: Some("COPILOT_PROJECT_DIR"),
     }),
     mcp: Some(Mcp {
@@ -167,6 +168,23 @@ pub const AGENT: Agent = Agent {
         one_run: Some(OneRun::JsonFlag {
             flag: "--additional-mcp-config",
         }),
+        // checked (/work/notes/probe-a): `mcpServers` in $COPILOT_HOME/mcp-config.json, the
+        // project's .mcp.json (once the folder is trusted), .github/mcp.json when there is no
+        // .mcp.json.
+        registrations: &[
+            Registration {
+                file: Place::Project(".mcp.json"),
+                table: &["mcpServers"],
+            },
+            Registration {
+                file: Place::Project(".github/mcp.json"),
+                table: &["mcpServers"],
+            },
+            Registration {
+                file: Place::AgentHome("mcp-config.json"),
+                table: &["mcpServers"],
+            },
+        ],
     }),
     ..BASE
 };

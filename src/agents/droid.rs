@@ -38,7 +38,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::hooks::{ContextOutput, Event, Format, Hooks, Unit};
-use super::mcp::{Mcp, Shape};
+use super::mcp::{Mcp, Place, Registration, Shape};
 use super::store::{Candidate, Home, Query, Store, VarIs, files, modified, same_dir, subdirs};
 use super::words::{Collector, exit_code_after, json_lines, read_file, time_of};
 use super::{Agent, BASE, IdShape, Resume, SessionId, Straight};
@@ -93,12 +93,25 @@ pub const AGENT: Agent = Agent {
         caveat: Some(
             "In its interactive mode droid runs a project's hooks only after you trust the folder; `droid exec` runs them at once.",
         ),
+        approvals: None,
         env_marker: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::ClaudeJson,
         hint: "# Factory droid: save as .factory/mcp.json (this project) or ~/.factory/mcp.json",
         one_run: None,
+        // checked: droid 0.225.2 `droid mcp list`: `mcpServers` in .factory/mcp.json
+        // ([project]) and ~/.factory/mcp.json ([user]).
+        registrations: &[
+            Registration {
+                file: Place::Project(".factory/mcp.json"),
+                table: &["mcpServers"],
+            },
+            Registration {
+                file: Place::AgentHome("mcp.json"),
+                table: &["mcpServers"],
+            },
+        ],
     }),
     ..BASE
 };

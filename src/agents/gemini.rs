@@ -44,7 +44,7 @@ use serde_json::Value;
 
 use super::args::ArgShape;
 use super::hooks::{Event, Format, Hooks, Unit};
-use super::mcp::{Mcp, Shape};
+use super::mcp::{Mcp, Place, Registration, Shape};
 use super::store::{
     Candidate, Conversation, Home, Query, Store, VarIs, files, first_line, modified, same_dir,
     subdirs, whole_json,
@@ -116,12 +116,25 @@ pub const AGENT: Agent = Agent {
         },
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
+        approvals: None,
         env_marker: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::GeminiJson,
         hint: "# Gemini CLI: merge into .gemini/settings.json (this project) or ~/.gemini/settings.json, or run `gemini mcp add pas-agent pas-agent mcp`",
         one_run: None,
+        // checked: Gemini CLI 0.61.0 `gemini mcp add` (project: .gemini/settings.json; `-s
+        // user`: ~/.gemini/settings.json), `mcpServers.<name>`.
+        registrations: &[
+            Registration {
+                file: Place::Project(".gemini/settings.json"),
+                table: &["mcpServers"],
+            },
+            Registration {
+                file: Place::AgentHome("settings.json"),
+                table: &["mcpServers"],
+            },
+        ],
     }),
     // Not checked: the default SIGINT (docs/freeze.md). Its chat file is written as messages
     // come (checked: gemini 0.61.0 `-p`).

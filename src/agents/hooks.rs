@@ -127,10 +127,62 @@ pub struct Hooks {
     pub context: ContextOutput,
     /// What the user must still do before the agent runs the hooks, if anything.
     pub caveat: Option<&'static str>,
+    /// Where the agent records the user's approval of hooks, for an agent that asks for it.
+    pub approvals: Option<&'static dyn Approvals>,
     /// An environment variable the agent sets for every hook it runs and no other agent does
     /// (GitHub Copilot CLI's `COPILOT_PROJECT_DIR`). A hook installed for another agent that
     /// finds it set was run by this agent, which also runs other agents' hooks (Copilot runs
     /// Claude Code's in `.claude/settings.json`): it does nothing, so the session is never
     /// recorded as the other agent's.
     pub env_marker: Option<&'static str>,
+}
+
+/// One of pas-agent's handlers as found in an agent's settings file (what
+/// `crate::integrate::settings::installed` reads), with its place there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The agent's event name (`SessionStart`).
+    pub event: &'static str,
+    /// The index of its matcher group in the event's list, from 0.
+    pub group: usize,
+    /// The index of the handler in the group's list, from 0.
+    pub handler: usize,
+    /// The command line.
+    pub command: String,
+    /// The `timeout` written, if any (in [`Hooks::unit`]).
+    pub timeout: Option<u64>,
+    /// Whether the group and handler hold nothing but what pas-agent writes (`hooks`; `type`,
+    /// `command`, `timeout`): an agent's fingerprint of the entry can then be computed.
+    pub plain: bool,
+}
+
+/// What an agent's record of the user's approval says about pas-agent's handlers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// Whether the agent will run them: approved, unchanged since, and not turned off.
+    pub approved: bool,
+    /// What was found, for people (`Codex has not approved SessionStart, Stop`).
+    pub detail: String,
+    /// What the user does about it, when something is to be done.
+    pub fix: Option<String>,
+}
+
+/// How an agent records that the user approved (trusted) the hooks in a settings file, for
+/// agents that run new hooks only after that (Codex). `doctor` asks it.
+pub trait Approvals: Sync {
+    /// What the agent's records say about `found`, pas-agent's handlers in the settings file
+    /// `settings`; `project`: the project's root for a project-level file, `None` for the
+    /// user's own file. Reads only; never fails (what cannot be read is said in the detail).
+    fn check(
+        &self,
+        settings: &std::path::Path,
+        project: Option<&std::path::Path>,
+        found: &[Installed],
+    ) -> Vec<Approval>;
+}
+
+impl std::fmt::Debug for dyn Approvals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Approvals")
+    }
 }

@@ -13,7 +13,7 @@
 //!   shape with Kilo's schema (checked: kilo 7.7.9, `kilo mcp list`); no option for one run.
 //! - **Hooks**: plugins in OpenCode's style, which pas-agent does not install into.
 
-use super::mcp::{Mcp, Shape};
+use super::mcp::{Mcp, Place, Registration, Shape};
 use super::opencode::Listed;
 use super::{Agent, BASE, IdShape, Resume, SessionId, Straight};
 
@@ -76,6 +76,18 @@ pub const AGENT: Agent = Agent {
         },
         hint: "# Kilo CLI: merge into kilo.json at the project root or ~/.config/kilo/kilo.json",
         one_run: None,
+        // checked: kilo 7.7.9 `kilo mcp list` (project kilo.json; the user's file as its
+        // docs name it).
+        registrations: &[
+            Registration {
+                file: Place::Project("kilo.json"),
+                table: &["mcp"],
+            },
+            Registration {
+                file: Place::UserConfig("kilo/kilo.json"),
+                table: &["mcp"],
+            },
+        ],
     }),
     ..BASE
 };

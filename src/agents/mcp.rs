@@ -21,6 +21,187 @@ pub struct Mcp {
     pub hint: &'static str,
     /// The agent's option that adds a server for one run, if it has one.
     pub one_run: Option<OneRun>,
+    /// Where the agent keeps the servers it starts (`doctor` checks pas-agent's entry there).
+    pub registrations: &'static [Registration],
+}
+
+/// A settings file where an agent keeps MCP servers, and the table in it that names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Registration {
+    /// The file.
+    pub file: Place,
+    /// The keys from the file's top level to the table of servers by name; `{root}` stands for
+    /// the project's root (Claude Code's servers of one project in `~/.claude.json`).
+    pub table: &'static [&'static str],
+}
+
+/// Where a [`Registration`]'s file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Relative to the project's root.
+    Project(&'static str),
+    /// Relative to the agent's home directory (`crate::agents::Agent::home`).
+    AgentHome(&'static str),
+    /// Relative to the user's home directory.
+    UserHome(&'static str),
+    /// Relative to the user's configuration directory (`$XDG_CONFIG_HOME`, `~/.config`).
+    UserConfig(&'static str),
+}
+
+/// pas-agent's server as registered in one file: the file, the table, and the command line the
+/// agent starts (program first), or why it cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    /// The settings file.
+    pub file: std::path::PathBuf,
+    /// Whether the entry is the project's (in its files, or its part of the user's), else the
+    /// user's for every project.
+    pub project: bool,
+    /// The command line, or what is wrong with the entry or the file.
+    pub command: Result<Vec<String>, String>,
+}
+
+/// Largest settings file read for a registration (Claude Code's `~/.claude.json` keeps every
+/// project's state and grows).
+const MAX_SETTINGS: u64 = 16 << 20;
+
+impl Registration {
+    /// The file, for project root `root` and the agent's home `home`; `None` when it cannot
+    /// be named (no project here, no home).
+    pub fn path(&self, root: Option<&Path>, home: Option<&Path>) -> Option<std::path::PathBuf> {
+        match self.file {
+            Place::Project(f) => Some(root?.join(f)),
+            Place::AgentHome(f) => Some(home?.join(f)),
+            Place::UserHome(f) => Some(super::store::home()?.join(f)),
+            Place::UserConfig(f) => Some(
+                super::store::env_dir("XDG_CONFIG_HOME")
+                    .or_else(|| Some(super::store::home()?.join(".config")))?
+                    .join(f),
+            ),
+        }
+    }
+}
+
+impl Mcp {
+    /// pas-agent's server in each of the agent's registration files that has one. Reads only;
+    /// a file that is missing or has no pas-agent entry is left out, one that cannot be parsed
+    /// is reported only when it mentions pas-agent.
+    pub fn registered(&self, root: Option<&Path>, home: Option<&Path>) -> Vec<Registered> {
+        let mut out = Vec::new();
+        for reg in self.registrations {
+            let Some(file) = reg.path(root, home) else {
+                continue;
+            };
+            let Ok(Some(bytes)) = crate::fsutil::read_limited(&file, MAX_SETTINGS) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            if !text.contains(SERVER_NAME) {
+                continue;
+            }
+            // A project's own entry, in its files or in the user's (Claude Code's local scope).
+            let project = matches!(reg.file, Place::Project(_)) || reg.table.contains(&"{root}");
+            let keys: Vec<String> = reg
+                .table
+                .iter()
+                .map(|k| match (*k, root) {
+                    ("{root}", Some(r)) => r.to_string_lossy().into_owned(),
+                    (k, _) => k.to_string(),
+                })
+                .collect();
+            let toml = file.extension().is_some_and(|e| e == "toml");
+            let doc: Result<Value, String> = if toml {
+                text.parse::<toml_edit::DocumentMut>()
+                    .map_err(|e| format!("not valid TOML: {}", e.to_string().trim()))
+                    .and_then(|d| {
+                        serde_json::to_value(toml_to_json(d.as_item())).map_err(|e| e.to_string())
+                    })
+            } else {
+                serde_json::from_str(&text).map_err(|e| format!("not valid JSON: {e}"))
+            };
+            let doc = match doc {
+                Ok(d) => d,
+                Err(e) => {
+                    out.push(Registered {
+                        file,
+                        project,
+                        command: Err(e),
+                    });
+                    continue;
+                }
+            };
+            let mut at = &doc;
+            let mut found = true;
+            for k in &keys {
+                match at.get(k) {
+                    Some(v) => at = v,
+                    None => {
+                        found = false;
+                        break;
+                    }
+                }
+            }
+            let Some(server) = found.then(|| at.get(SERVER_NAME)).flatten() else {
+                continue;
+            };
+            let strings = |v: Option<&Value>| -> Option<Vec<String>> {
+                match v {
+                    None => Some(Vec::new()),
+                    Some(Value::Array(a)) => {
+                        a.iter().map(|x| x.as_str().map(String::from)).collect()
+                    }
+                    Some(_) => None,
+                }
+            };
+            let command = match server.get("command") {
+                Some(Value::String(c)) => strings(server.get("args"))
+                    .map(|args| std::iter::once(c.clone()).chain(args).collect())
+                    .ok_or_else(|| "its `args` is not a list of strings".to_string()),
+                Some(v @ Value::Array(_)) => strings(Some(v))
+                    .filter(|l| !l.is_empty())
+                    .ok_or_else(|| "its `command` is not a list of strings".to_string()),
+                Some(_) => Err("its `command` is neither a string nor a list".into()),
+                None => Err("it has no `command` (a server reached by URL?)".into()),
+            };
+            out.push(Registered {
+                file,
+                project,
+                command,
+            });
+        }
+        out
+    }
+}
+
+/// A TOML item as JSON (only tables, arrays, strings, numbers and booleans matter here).
+fn toml_to_json(item: &toml_edit::Item) -> Value {
+    fn value(v: &toml_edit::Value) -> Value {
+        match v {
+            toml_edit::Value::String(s) => Value::from(s.value().as_str()),
+            toml_edit::Value::Integer(i) => Value::from(*i.value()),
+            toml_edit::Value::Float(f) => Value::from(*f.value()),
+            toml_edit::Value::Boolean(b) => Value::from(*b.value()),
+            toml_edit::Value::Datetime(d) => Value::from(d.value().to_string()),
+            toml_edit::Value::Array(a) => Value::Array(a.iter().map(value).collect()),
+            toml_edit::Value::InlineTable(t) => {
+                Value::Object(t.iter().map(|(k, v)| (k.to_string(), value(v))).collect())
+            }
+        }
+    }
+    match item {
+        toml_edit::Item::None => Value::Null,
+        toml_edit::Item::Value(v) => value(v),
+        toml_edit::Item::Table(t) => Value::Object(
+            t.iter()
+                .map(|(k, v)| (k.to_string(), toml_to_json(v)))
+                .collect(),
+        ),
+        toml_edit::Item::ArrayOfTables(a) => Value::Array(
+            a.iter()
+                .map(|t| toml_to_json(&toml_edit::Item::Table(t.clone())))
+                .collect(),
+        ),
+    }
 }
 
 /// The shape of an agent's MCP settings.

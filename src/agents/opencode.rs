@@ -29,7 +29,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::args::ArgShape;
-use super::mcp::{Mcp, Shape};
+use super::mcp::{Mcp, Place, Registration, Shape};
 use super::store::{Candidate, Conversation, Query, Store, run_program, same_dir};
 use super::words::Collector;
 use super::{Agent, BASE, IdShape, Private, Resume, SessionId, Straight};
@@ -92,6 +92,18 @@ pub const AGENT: Agent = Agent {
         },
         hint: "# OpenCode: merge into opencode.json at the project root or ~/.config/opencode/opencode.json",
         one_run: None,
+        // opencode.ai/docs/mcp-servers: `mcp.<name>` in opencode.json (project) or
+        // ~/.config/opencode/opencode.json.
+        registrations: &[
+            Registration {
+                file: Place::Project("opencode.json"),
+                table: &["mcp"],
+            },
+            Registration {
+                file: Place::UserConfig("opencode/opencode.json"),
+                table: &["mcp"],
+            },
+        ],
     }),
     // Not checked: the default SIGINT (docs/freeze.md).
     // checked: opencode 1.18.33 `--help`, `run --help` (`run [message..]` is the one-shot

@@ -154,6 +154,7 @@ pub const AGENT: Agent = Agent {
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: ContextOutput::TopLevel,
         caveat: None,
+        approvals: None,
         env_marker: None,
     }),
     ..BASE

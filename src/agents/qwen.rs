@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use super::hooks::{ContextOutput, Event, Format, Hooks, Unit};
-use super::mcp::{Mcp, OneRun, Shape};
+use super::mcp::{Mcp, OneRun, Place, Registration, Shape};
 use super::store::{Candidate, Home, Query, Store, VarIs, dashed, env_dir, files, first_line};
 use super::words::{Collector, exit_code_after, json_lines, read_file, time_of};
 use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
@@ -99,6 +99,7 @@ pub const AGENT: Agent = Agent {
         caveat: Some(
             "Qwen Code runs its session hooks only in its interactive mode (a one-shot `qwen \"…\"` is not recorded), and it drops what a start hook prints: the session reaches it through QWEN.md (`pas-agent export --to qwen`).",
         ),
+        approvals: None,
         env_marker: None,
     }),
     mcp: Some(Mcp {
@@ -107,6 +108,18 @@ pub const AGENT: Agent = Agent {
         one_run: Some(OneRun::JsonFlag {
             flag: "--mcp-config",
         }),
+        // checked: qwen 0.15.10 `qwen mcp list`: `mcpServers` in .qwen/settings.json and
+        // $QWEN_HOME/settings.json (.mcp.json is not read).
+        registrations: &[
+            Registration {
+                file: Place::Project(".qwen/settings.json"),
+                table: &["mcpServers"],
+            },
+            Registration {
+                file: Place::AgentHome("settings.json"),
+                table: &["mcpServers"],
+            },
+        ],
     }),
     ..BASE
 };

@@ -10,7 +10,7 @@
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 use clap_complete::env::Shells;
 
-use crate::cli::{CompletionsArgs, ManArgs};
+use crate::cli::{CompletionShell, CompletionsArgs, ManArgs};
 use crate::error::{Error, Result};
 use crate::model::{ListKind, Session};
 use crate::session::Project;
@@ -71,10 +71,43 @@ pub fn complete_if_asked() -> bool {
 /// `pas-agent completions <shell>`: the registration script, which calls this binary (by
 /// its absolute path) back for every completion.
 pub fn completions(args: CompletionsArgs) -> Result<i32> {
+    crate::term::print(&script(args.shell)?)?;
+    Ok(0)
+}
+
+/// What zsh runs in place of clap_complete's last line (`compdef <function> pas-agent`), so
+/// that the script works however it is loaded: from `fpath` as `_pas-agent` (compinit then
+/// calls it for the first completion, which it answers at once), sourced after `compinit`
+/// (`compdef` registers it), or sourced before (`compdef` does not exist yet: it is registered
+/// at the first prompt, when compinit has run; without compinit nothing is done, silently).
+const ZSH_LOADER: &str = r#"if [[ ${funcstack[1]-} == _pas-agent ]]; then
+    # Loaded from fpath by compinit: this call is the first completion; answer it.
+    {FUNCTION} "$@"
+elif (( $+functions[compdef] )); then
+    compdef {FUNCTION} pas-agent
+else
+    # Sourced before compinit: register at the first prompt, once compinit has run.
+    autoload -Uz add-zsh-hook
+    _pas_agent_compdef() {
+        add-zsh-hook -d precmd _pas_agent_compdef
+        unfunction _pas_agent_compdef
+        (( $+functions[compdef] )) && compdef {FUNCTION} pas-agent
+    }
+    add-zsh-hook precmd _pas_agent_compdef
+fi
+"#;
+
+/// The completion script for `shell`, as `completions` prints it: clap_complete's registration
+/// for this binary, made to load every documented way (zsh: [`ZSH_LOADER`]; fish: earlier
+/// definitions for pas-agent erased first, so that the script loaded last is the one used).
+///
+/// Errors: the path of this binary is not UTF-8; clap_complete has no script for the shell or
+/// wrote one of another shape than this version expects.
+pub fn script(shell: CompletionShell) -> Result<String> {
     let shells = Shells::builtins();
-    let shell = shells.completer(args.shell.name()).ok_or_else(|| {
-        Error::Message(format!("no completion support for {}", args.shell.name()))
-    })?;
+    let completer = shells
+        .completer(shell.name())
+        .ok_or_else(|| Error::Message(format!("no completion support for {}", shell.name())))?;
     let bin = crate::hook::binary_path()?;
     let bin = bin.to_str().ok_or_else(|| {
         Error::Message(format!(
@@ -83,13 +116,120 @@ pub fn completions(args: CompletionsArgs) -> Result<i32> {
         ))
     })?;
     let mut buf = Vec::new();
-    shell
+    completer
         .write_registration(COMPLETE_ENV, "pas-agent", "pas-agent", bin, &mut buf)
         .map_err(|e| Error::io("<stdout>", e))?;
     let text = String::from_utf8(buf)
         .map_err(|e| Error::Message(format!("completion script is not UTF-8: {e}")))?;
-    crate::term::print(&text)?;
-    Ok(0)
+    Ok(match shell {
+        CompletionShell::Zsh => zsh_loader(&text)?,
+        CompletionShell::Fish => format!(
+            "# pas-agent completions (`pas-agent completions fish`)\ncomplete --erase --command pas-agent\n{text}"
+        ),
+        _ => text,
+    })
+}
+
+/// clap_complete's zsh script with its last line, `compdef <function> pas-agent`, replaced by
+/// [`ZSH_LOADER`].
+///
+/// Errors: the script does not end that way (a clap_complete of another shape).
+fn zsh_loader(text: &str) -> Result<String> {
+    let body = text.trim_end();
+    let (head, last) = body.rsplit_once('\n').unwrap_or(("", body));
+    let function = last
+        .strip_prefix("compdef ")
+        .and_then(|rest| rest.strip_suffix(" pas-agent"))
+        .filter(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        .ok_or_else(|| {
+            Error::Message(
+                "the zsh completion script does not end with `compdef … pas-agent` as this pas-agent expects".into(),
+            )
+        })?;
+    Ok(format!(
+        "{}\n\n{}",
+        head.trim_end(),
+        ZSH_LOADER.replace("{FUNCTION}", function)
+    ))
+}
+
+/// The files `shell` loads completions for `pas-agent` from by itself (bash-completion's
+/// folders, zsh's usual `fpath` folders, fish's completion folders), the user's first; the
+/// first is where the documentation installs it. A file there wins over, or stands in for, a
+/// line in the start-up file, so `doctor` compares each with [`script`].
+///
+/// Sources: bash-completion's README (`$BASH_COMPLETION_USER_DIR` or
+/// `$XDG_DATA_HOME/bash-completion/completions`, then the system's `completions` folders);
+/// fish's documentation, "Where to put completions" (`~/.config/fish/completions` first, then
+/// the vendor folders); zsh's `compinit` reads `fpath` (`~/.zfunc` is the folder the
+/// documentation adds to it).
+pub fn completion_files(shell: CompletionShell) -> Vec<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME");
+    let data = var("XDG_DATA_HOME").or_else(|| home.as_ref().map(|h| h.join(".local/share")));
+    let config = var("XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let mut out: Vec<PathBuf> = Vec::new();
+    match shell {
+        CompletionShell::Bash => {
+            if let Some(dir) = var("BASH_COMPLETION_USER_DIR")
+                .or_else(|| data.as_ref().map(|d| d.join("bash-completion")))
+            {
+                out.push(dir.join("completions/pas-agent"));
+            }
+            out.extend(
+                [
+                    "/usr/local/share/bash-completion/completions/pas-agent",
+                    "/usr/share/bash-completion/completions/pas-agent",
+                    "/etc/bash_completion.d/pas-agent",
+                ]
+                .map(PathBuf::from),
+            );
+        }
+        CompletionShell::Zsh => {
+            if let Some(home) = &home {
+                let zdot = var("ZDOTDIR").unwrap_or_else(|| home.clone());
+                out.push(zdot.join(".zfunc/_pas-agent"));
+                if zdot != *home {
+                    out.push(home.join(".zfunc/_pas-agent"));
+                }
+                out.push(home.join(".zsh/completions/_pas-agent"));
+            }
+            if let Some(data) = &data {
+                out.push(data.join("zsh/site-functions/_pas-agent"));
+            }
+            out.extend(
+                [
+                    "/usr/local/share/zsh/site-functions/_pas-agent",
+                    "/usr/share/zsh/site-functions/_pas-agent",
+                    "/usr/share/zsh/vendor-completions/_pas-agent",
+                ]
+                .map(PathBuf::from),
+            );
+        }
+        CompletionShell::Fish => {
+            if let Some(config) = &config {
+                out.push(config.join("fish/completions/pas-agent.fish"));
+            }
+            if let Some(data) = &data {
+                out.push(data.join("fish/vendor_completions.d/pas-agent.fish"));
+            }
+            out.extend(
+                [
+                    "/etc/fish/completions/pas-agent.fish",
+                    "/usr/local/share/fish/vendor_completions.d/pas-agent.fish",
+                    "/usr/share/fish/vendor_completions.d/pas-agent.fish",
+                ]
+                .map(PathBuf::from),
+            );
+        }
+        CompletionShell::Powershell | CompletionShell::Elvish => {}
+    }
+    out
 }
 
 /// The session of the current directory, if there is one and it can be read: completion
@@ -228,9 +368,72 @@ fn all_pages() -> Vec<clap::Command> {
     out
 }
 
+/// What to do so that `man pas-agent` finds the pages written to `dir`, or `None` when it
+/// will (or when this cannot be told: no man-db `manpath` here).
+///
+/// `man` looks for `man1/pas-agent.1` under each folder of its search path, which man-db's
+/// `manpath` prints: `$MANPATH` when it is set (an empty element there stands for the system's
+/// folders), else the system's folders plus, for each folder `X/bin` on `PATH`, `X/share/man`
+/// and `X/man` when they exist (manpath(5); checked: man-db 2.11). So the pages of a binary in
+/// `~/.cargo/bin` or `~/.local/bin` are found in `~/.cargo/share/man/man1` or
+/// `~/.local/share/man/man1` with no setting.
+fn man_finds(dir: &std::path::Path) -> Option<String> {
+    let dir = dir.canonicalize().ok()?;
+    let shown = crate::term::clean(&dir.to_string_lossy());
+    let section = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if !section.starts_with("man") || section.len() < 4 {
+        return Some(format!(
+            "man reads pages from man1/ folders: `man pas-agent` will not find them in {shown}; write them to a folder named man1, such as ~/.local/share/man/man1"
+        ));
+    }
+    let out = std::process::Command::new(which::which("manpath").ok()?)
+        .arg("-q")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let base = dir.parent()?;
+    let listed = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(':')
+        .filter_map(|p| std::path::Path::new(p).canonicalize().ok())
+        .any(|p| p == base);
+    if listed {
+        return None;
+    }
+    let base_shown = crate::term::clean(&base.to_string_lossy());
+    // This binary's `X/bin` on PATH: man-db looks in `X/share/man` by itself.
+    let on_path = |d: &std::path::Path| {
+        std::env::var_os("PATH").is_some_and(|p| {
+            std::env::split_paths(&p).any(|e| e.canonicalize().ok().as_deref() == Some(d))
+        })
+    };
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+        .filter(|bin| bin.file_name().is_some_and(|n| n == "bin") && on_path(bin))
+        .and_then(|bin| Some(bin.parent()?.join("share/man/man1")))
+        .filter(|_| std::env::var_os("MANPATH").is_none())
+        .map(|p| {
+            format!(
+                " (or write them beside this binary, where man-db looks by itself: `pas-agent man --dir {}`)",
+                crate::term::clean(&p.to_string_lossy())
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "`man pas-agent` will not find these pages: {base_shown} is not on man's search path (`manpath`). Add it in your shell's start-up file: export MANPATH=\"{base_shown}:$MANPATH\" (an empty part keeps the system's pages){beside}"
+    ))
+}
+
 /// `pas-agent man [COMMAND…] [--dir DIR]`.
 pub fn man(args: ManArgs) -> Result<i32> {
     if let Some(dir) = &args.dir {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let guard = crate::fsutil::WriteGuard::new(dir).map_err(|e| Error::io(dir, e))?;
         let mut written = 0;
         for cmd in all_pages() {
@@ -250,6 +453,9 @@ pub fn man(args: ManArgs) -> Result<i32> {
             "wrote {written} manual pages to {}",
             crate::term::clean(&dir.to_string_lossy())
         ));
+        if let Some(advice) = man_finds(dir) {
+            crate::term::note(&advice);
+        }
         return Ok(0);
     }
     let Some(cmd) = man_page_of(&args.command) else {

@@ -83,7 +83,8 @@ pub fn run(args: InitArgs) -> Result<i32> {
     }
     let _ = writeln!(
         out,
-        "Tip: commit .pas-agent/ to carry the session across machines and merge it across branches (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md), or add .pas-agent/ to .gitignore to keep it local."
+        "Tip: commit .pas-agent/ to carry the session across machines and merge it across branches ({}), or add .pas-agent/ to .gitignore to keep it local.",
+        crate::display::TEAMS_URL
     );
     let _ = writeln!(
         out,

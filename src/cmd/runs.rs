@@ -69,34 +69,214 @@ fn all(args: &RunsArgs) -> Result<i32> {
         return Ok(0);
     }
     let now = chrono::Utc::now();
-    let agents: Vec<String> = runs.iter().map(|r| clean_line(&r.agent)).collect();
-    let agent_w = column_width("agent", &agents);
-    let mut out = Out::new();
-    let _ = write!(out, "{:<8}  {}  ", "id", pad("agent", agent_w));
-    let _ = writeln!(out, "{:<9}  {:>8}  {:>8}  project", "state", "age", "pid");
-    for (r, agent) in runs.iter().zip(&agents) {
-        let _ = write!(out, "{:<8}  {}  ", r.short_id(), pad(agent, agent_w));
+    let mut table = Table::new(&[
+        ("id", Align::Left, 0),
+        ("agent", Align::Left, 2),
+        ("state", Align::Left, 2),
+        ("age", Align::Right, 2),
+        ("pid", Align::Right, 2),
+        ("project", Align::Left, 2),
+    ]);
+    for r in &runs {
         let state = shown_state(r);
         let st = match state.as_str() {
             "running" => style::LIVE,
             "frozen" => style::GOOD,
             _ => style::DIM,
         };
-        out.paint(st, &format!("{state:<9}"));
         let pid = match r.state {
             State::Live => r.launcher_pid.map_or("-".into(), |p| p.to_string()),
             _ => "-".into(),
         };
-        let _ = writeln!(
-            out,
-            "  {:>8}  {:>8}  {}",
-            ago(&r.started_at, &now),
-            pid,
-            clean_line(&r.project)
-        );
+        table.row(vec![
+            Cell::plain(r.short_id()),
+            Cell::plain(clean_line(&r.agent)),
+            Cell::painted(state, st),
+            Cell::plain(ago(&r.started_at, &now)),
+            Cell::plain(pid),
+            Cell::plain(home_relative(&clean_line(&r.project))),
+        ]);
     }
-    out.print()?;
+    if !args.wide {
+        // The project's path takes what is left of the 80 columns, cut from the left.
+        table.fit_last(WIDTH);
+    }
+    table.print()?;
     Ok(0)
+}
+
+/// `~/x` for a path under HOME.
+fn home_relative(path: &str) -> String {
+    match std::env::var("HOME") {
+        Ok(home) if !home.is_empty() && home != "/" => match path.strip_prefix(&home) {
+            Some(rest) if rest.starts_with('/') => format!("~{rest}"),
+            _ => path.to_string(),
+        },
+        _ => path.to_string(),
+    }
+}
+
+/// The width in terminal columns the lists fit without `--wide`.
+const WIDTH: usize = 80;
+
+/// How a column's cells line up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Align {
+    Left,
+    Right,
+}
+
+/// One cell: its text and the colour it gets on a terminal.
+struct Cell {
+    text: String,
+    style: anstyle::Style,
+}
+
+impl Cell {
+    fn plain(text: impl Into<String>) -> Cell {
+        Cell {
+            text: text.into(),
+            style: anstyle::Style::new(),
+        }
+    }
+
+    fn painted(text: impl Into<String>, style: anstyle::Style) -> Cell {
+        Cell {
+            text: text.into(),
+            style,
+        }
+    }
+}
+
+/// A table whose columns are as wide as their widest cell (in terminal columns: wide
+/// characters count two), with the header row first.
+struct Table {
+    /// Header, alignment and the spaces before it.
+    columns: Vec<(&'static str, Align, usize)>,
+    rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    fn new(columns: &[(&'static str, Align, usize)]) -> Table {
+        Table {
+            columns: columns.to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, cells: Vec<Cell>) {
+        self.rows.push(cells);
+    }
+
+    fn widths(&self) -> Vec<usize> {
+        self.columns
+            .iter()
+            .enumerate()
+            .map(|(i, (head, _, _))| {
+                self.rows
+                    .iter()
+                    .map(|r| UnicodeWidthStr::width(r[i].text.as_str()))
+                    .chain([head.len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect()
+    }
+
+    /// Cuts the last column's cells from the left (`…` first) so that every line fits `width`.
+    fn fit_last(&mut self, width: usize) {
+        let widths = self.widths();
+        let n = self.columns.len();
+        let used: usize =
+            widths[..n - 1].iter().sum::<usize>() + self.columns.iter().map(|c| c.2).sum::<usize>();
+        let room = width.saturating_sub(used).max(12);
+        for row in &mut self.rows {
+            row[n - 1].text = tail(&row[n - 1].text, room);
+        }
+    }
+
+    fn print(&self) -> Result<()> {
+        let widths = self.widths();
+        let last = self.columns.len() - 1;
+        let mut out = Out::new();
+        let line = |out: &mut Out, cells: Vec<(&str, anstyle::Style)>| {
+            for (i, ((text, st), ((_, align, gap), w))) in cells
+                .into_iter()
+                .zip(self.columns.iter().zip(&widths))
+                .enumerate()
+            {
+                out.push_str(&" ".repeat(*gap));
+                let pad = " ".repeat(w.saturating_sub(UnicodeWidthStr::width(text)));
+                if *align == Align::Right {
+                    out.push_str(&pad);
+                }
+                out.paint(st, text);
+                if *align == Align::Left && i != last {
+                    out.push_str(&pad);
+                }
+            }
+            out.push('\n');
+        };
+        line(
+            &mut out,
+            self.columns
+                .iter()
+                .map(|(h, _, _)| (*h, anstyle::Style::new()))
+                .collect(),
+        );
+        for row in &self.rows {
+            line(
+                &mut out,
+                row.iter().map(|c| (c.text.as_str(), c.style)).collect(),
+            );
+        }
+        out.print()
+    }
+}
+
+/// `text` cut to `width` terminal columns from the left, `…` and its end kept.
+fn tail(text: &str, width: usize) -> String {
+    if UnicodeWidthStr::width(text) <= width {
+        return text.to_string();
+    }
+    let mut kept: Vec<char> = Vec::new();
+    let mut w = 1;
+    for c in text.chars().rev() {
+        let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if w + cw > width {
+            break;
+        }
+        w += cw;
+        kept.push(c);
+    }
+    std::iter::once('…').chain(kept.into_iter().rev()).collect()
+}
+
+/// A run's start for the list: `11-30 19:47` (UTC) this year, `2025-11-30` before; with
+/// `wide`, `2025-11-30 19:47 UTC`.
+fn started(
+    t: &chrono::DateTime<chrono::Utc>,
+    now: &chrono::DateTime<chrono::Utc>,
+    wide: bool,
+) -> String {
+    use chrono::Datelike;
+    if wide {
+        minute(t)
+    } else if t.year() == now.year() {
+        t.format("%m-%d %H:%M").to_string()
+    } else {
+        t.format("%Y-%m-%d").to_string()
+    }
+}
+
+/// An agent's session id for the list: its last 7 characters after `…` (the end of an id is
+/// its random part: Codex's UUID v7 and OpenCode's ids start with the time), whole with `wide`.
+fn short_id(id: &str, wide: bool) -> String {
+    if wide || id.chars().count() <= 8 {
+        id.to_string()
+    } else {
+        tail(id, 8)
+    }
 }
 
 pub fn run(args: RunsArgs) -> Result<i32> {
@@ -120,48 +300,41 @@ pub fn run(args: RunsArgs) -> Result<i32> {
         crate::term::print(&out)?;
         return Ok(0);
     }
-    // The agent column is as wide as the widest agent name (in terminal columns), so that
-    // the columns after it line up whatever the names.
-    let agents: Vec<String> = session.runs.iter().map(|r| clean_line(&r.agent)).collect();
-    let agent_w = column_width("agent", &agents);
-    let mut out = Out::new();
-    let _ = writeln!(
-        out,
-        "{:>3}  {:<20}  {}  {:<9}  {:>6}  {:>8}  {:>7}  {:>5}  session",
-        "#",
-        "started",
-        pad("agent", agent_w),
-        "state",
-        "exit",
-        "time",
-        "commits",
-        "files"
-    );
-    for (i, (r, agent)) in session.runs.iter().zip(&agents).enumerate() {
+    let now = chrono::Utc::now();
+    let mut table = Table::new(&[
+        ("#", Align::Right, 0),
+        ("started", Align::Left, 2),
+        ("agent", Align::Left, 2),
+        ("state", Align::Left, 2),
+        ("exit", Align::Right, 1),
+        ("time", Align::Right, 1),
+        ("commits", Align::Right, 1),
+        ("files", Align::Right, 1),
+        ("session", Align::Left, 2),
+    ]);
+    for (i, r) in session.runs.iter().enumerate() {
         let exit = match (r.exit_code, r.signal) {
             (Some(c), _) => c.to_string(),
             (None, Some(s)) => format!("sig{s}"),
             _ => "-".into(),
         };
-        let _ = write!(
-            out,
-            "{:>3}  {:<20}  {}  ",
-            i + 1,
-            minute(&r.started_at),
-            pad(agent, agent_w),
-        );
-        out.paint(state_style(r), &format!("{:<9}", r.state.as_str()));
-        let _ = writeln!(
-            out,
-            "  {:>6}  {:>8}  {:>7}  {:>5}  {}",
-            exit,
-            r.duration_ms.map_or("-".into(), duration),
-            counted(r, r.commits.len()),
-            counted(r, r.files_changed.len()),
-            r.agent_session_id.as_deref().map_or("-".into(), clean_line)
-        );
+        table.row(vec![
+            Cell::plain(format!("{:>3}", i + 1)),
+            Cell::plain(started(&r.started_at, &now, args.wide)),
+            Cell::plain(clean_line(&r.agent)),
+            Cell::painted(r.state.as_str(), state_style(r)),
+            Cell::plain(exit),
+            Cell::plain(r.duration_ms.map_or("-".into(), duration)),
+            Cell::plain(counted(r, r.commits.len())),
+            Cell::plain(counted(r, r.files_changed.len())),
+            Cell::plain(
+                r.agent_session_id
+                    .as_deref()
+                    .map_or("-".into(), |id| short_id(&clean_line(id), args.wide)),
+            ),
+        ]);
     }
-    out.print()?;
+    table.print()?;
     Ok(0)
 }
 
@@ -175,26 +348,6 @@ fn state_style(run: &Run) -> anstyle::Style {
         _ if run.exit_code.is_some() || run.signal.is_some() => style::BAD,
         _ => anstyle::Style::new(),
     }
-}
-
-/// The agent column's narrowest width: the usual names fit, and the table keeps its layout.
-const AGENT_MIN_WIDTH: usize = 12;
-
-/// The width in terminal columns of a column headed `head` holding `cells`: the widest of
-/// them, at least [`AGENT_MIN_WIDTH`].
-fn column_width(head: &str, cells: &[String]) -> usize {
-    cells
-        .iter()
-        .map(|c| UnicodeWidthStr::width(c.as_str()))
-        .chain([head.len(), AGENT_MIN_WIDTH])
-        .max()
-        .unwrap_or(0)
-}
-
-/// `text` padded with spaces to `width` terminal columns (wide characters count two).
-fn pad(text: &str, width: usize) -> String {
-    let w = UnicodeWidthStr::width(text);
-    format!("{text}{}", " ".repeat(width.saturating_sub(w)))
 }
 
 /// A count that is only known once the run is over: `-` while it is running.

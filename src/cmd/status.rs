@@ -178,9 +178,10 @@ pub fn run(args: JsonArgs) -> Result<i32> {
         out.paint(
             style::WARN,
             &format!(
-                "⚠ session.json is {} KB: every change rewrites it, and at {} it is refused; `pas-agent prune` drops the file lists of old checkpoints (https://docs.rs/crate/pas-agent/latest/source/docs/teams.md)",
+                "⚠ session.json is {} KB: every change rewrites it, and at {} it is refused; `pas-agent prune` drops the file lists of old checkpoints ({})",
                 size / 1024,
-                crate::limits::human(crate::limits::SESSION.bytes)
+                crate::limits::human(crate::limits::SESSION.bytes),
+                crate::display::TEAMS_URL
             ),
         );
         out.push('\n');

@@ -8,6 +8,7 @@
 //! keeping everything else byte for byte; [`lifecycle`] is what the installed command
 //! (`pas-agent lifecycle <agent> <event>`) does when the agent runs it.
 
+pub mod installs;
 pub mod lifecycle;
 pub mod settings;
 

@@ -21,6 +21,7 @@ use jsonc_parser::cst::{CstArray, CstInputValue, CstObject, CstRootNode};
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, value};
 
 use super::{Event, Format, Integration, command, is_ours};
+use crate::agents::hooks::Installed;
 
 /// What an edit did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,10 +48,201 @@ pub fn edit(
     remove: bool,
 ) -> Result<Edit, String> {
     let text = text.unwrap_or("");
-    match integration.hooks.format {
+    let mut edit = match integration.hooks.format {
         Format::Json { comments } => json(text, comments, integration, program, remove),
         Format::Toml => toml(text, integration, program, remove),
         Format::Owned { template } => owned(text, template, integration, program, remove),
+    }?;
+    // A file written with CRLF line ends keeps them: the parsers write new lines with LF.
+    let crlf = text.contains("\r\n") && !text.replace("\r\n", "").contains('\n');
+    if crlf && let Some(out) = &mut edit.text {
+        *out = out.replace("\r\n", "\n").replace('\n', "\r\n");
+    }
+    Ok(edit)
+}
+
+/// pas-agent's handlers for `integration` in the settings text `text`, in file order, each with
+/// its place (the agents that fingerprint approved hooks key them by place).
+///
+/// Errors: the text cannot be read as [`edit`] reads it.
+pub fn installed(text: &str, integration: &Integration) -> Result<Vec<Installed>, String> {
+    let mut out = Vec::new();
+    if text.trim().is_empty() {
+        return Ok(out);
+    }
+    match integration.hooks.format {
+        Format::Json { comments } => {
+            if !comments {
+                serde_json::from_str::<serde::de::IgnoredAny>(text)
+                    .map_err(|e| format!("not valid JSON: {e}"))?;
+            }
+            let root = CstRootNode::parse(text, &json_options(comments))
+                .map_err(|e| format!("not valid JSON: {e}"))?;
+            let Some(hooks) = root
+                .value()
+                .and_then(|v| v.as_object())
+                .and_then(|top| top.get("hooks"))
+                .and_then(|p| p.value())
+                .and_then(|v| v.as_object())
+            else {
+                return Ok(out);
+            };
+            for &(name, event) in integration.hooks.events {
+                let Some(list) = hooks
+                    .get(name)
+                    .and_then(|p| p.value())
+                    .and_then(|v| v.as_array())
+                else {
+                    continue;
+                };
+                for (g, group) in list.elements().into_iter().enumerate() {
+                    let Some(group) = group.as_object() else {
+                        continue;
+                    };
+                    let Some(handlers) = group
+                        .get("hooks")
+                        .and_then(|p| p.value())
+                        .and_then(|v| v.as_array())
+                    else {
+                        continue;
+                    };
+                    let group_plain = json_keys(&group).iter().all(|k| k == "hooks");
+                    for (h, handler) in handlers.elements().into_iter().enumerate() {
+                        let Some(handler) = handler.as_object() else {
+                            continue;
+                        };
+                        let Some(command) = json_command(&handler) else {
+                            continue;
+                        };
+                        if !is_ours(&command, integration, event) {
+                            continue;
+                        }
+                        let timeout = handler
+                            .get("timeout")
+                            .and_then(|p| p.value())
+                            .and_then(|v| v.as_number_lit())
+                            .and_then(|n| n.to_string().trim().parse().ok());
+                        out.push(Installed {
+                            event: name,
+                            group: g,
+                            handler: h,
+                            command,
+                            timeout,
+                            plain: group_plain
+                                && json_keys(&handler)
+                                    .iter()
+                                    .all(|k| matches!(k.as_str(), "type" | "command" | "timeout")),
+                        });
+                    }
+                }
+            }
+        }
+        Format::Owned { template } => {
+            let Some(found) = owned_commands(template, text) else {
+                return Err("not the file pas-agent writes there".into());
+            };
+            for (h, (event, command)) in found.into_iter().enumerate() {
+                let Some(&(name, _)) = integration.hooks.events.iter().find(|(_, e)| *e == event)
+                else {
+                    continue;
+                };
+                if is_ours(&command, integration, event) {
+                    out.push(Installed {
+                        event: name,
+                        group: 0,
+                        handler: h,
+                        command,
+                        timeout: None,
+                        plain: true,
+                    });
+                }
+            }
+        }
+        Format::Toml => {
+            let doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+                format!("not valid TOML: {}", e.to_string().trim())
+            })?;
+            for &(name, event) in integration.hooks.events {
+                let Some(Item::ArrayOfTables(groups)) = doc.get("hooks").and_then(|h| h.get(name))
+                else {
+                    continue;
+                };
+                for (g, group) in groups.iter().enumerate() {
+                    let group_plain = group.iter().all(|(k, _)| k == "hooks");
+                    let handlers: Vec<(
+                        Option<&toml_edit::Value>,
+                        Option<&toml_edit::Value>,
+                        bool,
+                    )> = match group.get("hooks") {
+                        Some(Item::ArrayOfTables(t)) => t
+                            .iter()
+                            .map(|h| {
+                                (
+                                    h.get("command").and_then(Item::as_value),
+                                    h.get("timeout").and_then(Item::as_value),
+                                    h.iter()
+                                        .all(|(k, _)| matches!(k, "type" | "command" | "timeout")),
+                                )
+                            })
+                            .collect(),
+                        Some(Item::Value(toml_edit::Value::Array(a))) => a
+                            .iter()
+                            .map(|h| match h.as_inline_table() {
+                                Some(t) => (
+                                    t.get("command"),
+                                    t.get("timeout"),
+                                    t.iter()
+                                        .all(|(k, _)| matches!(k, "type" | "command" | "timeout")),
+                                ),
+                                None => (None, None, false),
+                            })
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    for (h, (command, timeout, handler_plain)) in handlers.into_iter().enumerate() {
+                        if !toml_ours(command, integration, event) {
+                            continue;
+                        }
+                        out.push(Installed {
+                            event: name,
+                            group: g,
+                            handler: h,
+                            command: command.and_then(|c| c.as_str()).unwrap_or_default().into(),
+                            timeout: timeout
+                                .and_then(|t| t.as_integer())
+                                .and_then(|t| u64::try_from(t).ok()),
+                            plain: group_plain && handler_plain,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The keys of a JSON object, decoded (a key that cannot be decoded is left out).
+fn json_keys(object: &CstObject) -> Vec<String> {
+    object
+        .properties()
+        .iter()
+        .filter_map(|p| p.name().and_then(|n| n.decoded_value().ok()))
+        .collect()
+}
+
+/// Whether `text`, the result of taking pas-agent's hooks out of a settings file, holds
+/// nothing at all: blank, or (JSON) one empty object with nothing but blanks and no comment
+/// around it. A file that says nothing is one `integrate` may remove when it created it.
+pub fn is_empty(text: &str, format: Format) -> bool {
+    let t = text.trim();
+    match format {
+        Format::Toml | Format::Owned { .. } => t.is_empty(),
+        Format::Json { .. } => {
+            t.is_empty()
+                || t.strip_prefix('{')
+                    .and_then(|r| r.strip_suffix('}'))
+                    .is_some_and(|inner| inner.trim().is_empty())
+        }
     }
 }
 
@@ -742,6 +934,59 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// A file the user had is given back byte for byte by install then remove: empty objects,
+    /// CRLF, tabs, other hooks, comments. What the parsers lay out anew (a one-line object
+    /// without spaces, `{ }`, an empty `hooks` table or list, no final newline in TOML) is
+    /// given back by `integrate --remove` from its record of the file before, while the file
+    /// is as `integrate` left it (tests/e2e/integrate.rs).
+    #[test]
+    fn install_then_remove_gives_back_every_byte() {
+        let json = [
+            "{}",
+            "{}\n",
+            "{\n  \"a\": 1\n}",
+            "{\r\n  \"a\": 1\r\n}\r\n",
+            "{\n\t\"a\": [1, 2],\n\t\"b\": {\"c\": null}\n}\n",
+            "{\n  \"hooks\": {\n    \"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"x\"}]}]\n  }\n}\n",
+        ];
+        let mut bad = Vec::new();
+        for original in json {
+            for key in ["claude", "gemini"] {
+                let installed = install(Some(original), key);
+                let back = remove(&installed, key);
+                if back.as_deref() != Some(original) {
+                    bad.push(format!("{key}: {original:?} -> {back:?}"));
+                }
+            }
+        }
+        let gemini = [
+            "// settings\n{\n  /* theme */ \"ui\": {}\n}\n",
+            "{} // end\n",
+        ];
+        for original in gemini {
+            let installed = install(Some(original), "gemini");
+            let back = remove(&installed, "gemini");
+            if back.as_deref() != Some(original) {
+                bad.push(format!("gemini: {original:?} -> {back:?}"));
+            }
+        }
+        let toml = [
+            "model = \"o3\"\n",
+            "\n\n# just a comment\n",
+            "[hooks.state]\n[hooks.state.\"/x:stop:0:0\"]\ntrusted_hash = \"sha256:1\"\n",
+            "model = \"o3\"\r\n[tui]\r\nx = 1\r\n",
+            "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"x\"\n",
+        ];
+        for original in toml {
+            let installed = install(Some(original), "codex");
+            let back = remove(&installed, "codex");
+            if back.as_deref() != Some(original) {
+                bad.push(format!("codex: {original:?} -> {back:?}"));
+            }
+        }
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
     }
 
     #[test]

@@ -203,6 +203,8 @@ fn doctor_on_a_healthy_set_up() {
     sb.git(&["add", "-A"]);
     sb.git(&["commit", "-qm", "one"]);
     sb.ok(&["checkpoint", "clean"]);
+    // The start-up line runs the pas-agent on PATH: this one.
+    std::os::unix::fs::symlink(bin(), sb.bin_dir.join("pas-agent")).unwrap();
     std::fs::write(sb.home.join(".bashrc"), "eval \"$(pas-agent hook bash)\"\n").unwrap();
     let (code, json) = doctor(&sb, None);
     assert_eq!(code, 0, "{json:#}");

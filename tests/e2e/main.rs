@@ -24,6 +24,7 @@ mod launcher_support;
 mod link_order;
 mod mcp;
 mod mock_model;
+mod newcomer;
 mod perf;
 mod prompt_record;
 mod ptyfast;
