@@ -330,9 +330,11 @@ impl WriteGuard {
     }
 
     /// Appends `contents` to the file at `path` (created 0644 when missing), for an
-    /// append-only log (`.pas-agent/history.jsonl`): the path is checked as by
+    /// append-only log of lines (`.pas-agent/history.jsonl`): the path is checked as by
     /// [`WriteGuard::check`], a link at the last component is refused, and the data is synced
-    /// before returning.
+    /// before returning. A last line left without its newline by a writer that was killed
+    /// mid-append is ended first, so the torn line stays a line of its own (which readers
+    /// skip) instead of fusing with the first line appended now.
     ///
     /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`];
     /// I/O errors.
@@ -348,7 +350,7 @@ impl WriteGuard {
             });
         }
         let mut options = OpenOptions::new();
-        options.append(true).create(true);
+        options.append(true).read(true).create(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
@@ -360,7 +362,20 @@ impl WriteGuard {
         if !meta.is_file() {
             return Err(WriteError::NotAFile(kind_of(&meta)));
         }
-        file.write_all(contents)?;
+        let torn = meta.len() > 0 && {
+            let mut last = [0u8; 1];
+            file.seek(io::SeekFrom::End(-1))?;
+            file.read_exact(&mut last)?;
+            last[0] != b'\n'
+        };
+        if torn {
+            let mut whole = Vec::with_capacity(contents.len() + 1);
+            whole.push(b'\n');
+            whole.extend_from_slice(contents);
+            file.write_all(&whole)?;
+        } else {
+            file.write_all(contents)?;
+        }
         file.sync_data()?;
         Ok(())
     }
@@ -386,6 +401,79 @@ impl WriteGuard {
         }
         fs::remove_file(&real)?;
         Ok(())
+    }
+
+    /// Deletes the directory at `path` and everything in it (a run's directory under
+    /// `.pas-agent/runs/`), after the checks of [`WriteGuard::check`]: a path that resolves
+    /// outside the root or into `.git` is refused, and so is a link at the last component (the
+    /// link is not what pas-agent made, and its target is never emptied). Links inside the
+    /// directory are removed, never followed.
+    ///
+    /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`]
+    /// when it is not a directory; I/O errors (a missing directory is `NotFound`).
+    pub fn remove_dir_all(&self, path: &Path) -> Result<(), WriteError> {
+        let real = self.checked_dir(path)?;
+        fs::remove_dir_all(&real)?;
+        Ok(())
+    }
+
+    /// Deletes the directory at `path` when it is empty, with the checks of
+    /// [`WriteGuard::remove_dir_all`].
+    ///
+    /// Errors: as [`WriteGuard::remove_dir_all`]; the directory is not empty.
+    pub fn remove_dir(&self, path: &Path) -> Result<(), WriteError> {
+        let real = self.checked_dir(path)?;
+        fs::remove_dir(&real)?;
+        Ok(())
+    }
+
+    fn checked_dir(&self, path: &Path) -> Result<PathBuf, WriteError> {
+        let real = self.check(path, Named::ByUs)?;
+        let meta = fs::symlink_metadata(path)?;
+        if meta.file_type().is_symlink() {
+            return Err(WriteError::Symlink {
+                path: path.to_path_buf(),
+                target: fs::read_link(path).ok(),
+            });
+        }
+        if !meta.is_dir() {
+            return Err(WriteError::NotAFile(kind_of(&meta)));
+        }
+        Ok(real)
+    }
+
+    /// Renames the regular file `from` to `to`, both checked as by [`WriteGuard::check`]
+    /// (inside the root, never into `.git`), `from` never a link.
+    ///
+    /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`];
+    /// I/O errors.
+    pub fn rename(&self, from: &Path, to: &Path) -> Result<(), WriteError> {
+        let real_from = self.check(from, Named::ByUs)?;
+        let real_to = self.check(to, Named::ByUs)?;
+        let meta = fs::symlink_metadata(from)?;
+        if meta.file_type().is_symlink() {
+            return Err(WriteError::Symlink {
+                path: from.to_path_buf(),
+                target: fs::read_link(from).ok(),
+            });
+        }
+        if !meta.is_file() {
+            return Err(WriteError::NotAFile(kind_of(&meta)));
+        }
+        fs::rename(&real_from, &real_to)?;
+        Ok(())
+    }
+
+    /// Reads the file at `path` as [`read_limited`] does, after the checks of
+    /// [`WriteGuard::check`]: a file the repository could have planted (a link under
+    /// `.pas-agent/`) is never read from outside the root. `Ok(None)` when nothing is there.
+    ///
+    /// Errors: [`ReadError::Io`] holding the refusal; those of [`read_limited`].
+    pub fn read(&self, path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+        let real = self
+            .check(path, Named::ByUs)
+            .map_err(|e| ReadError::Io(io::Error::other(e.to_string())))?;
+        read_limited(&real, limit)
     }
 
     /// Replaces (or creates) the file at `path` with `contents` so that a crash at any instant
@@ -936,6 +1024,21 @@ pub enum ReadError {
     /// Opening or reading failed (a missing file is not an error but `Ok(None)`).
     #[error(transparent)]
     Io(io::Error),
+}
+
+/// pas-agent's per-user state directory: `$PAS_AGENT_STATE_DIR`, else
+/// `$XDG_STATE_HOME/pas-agent`, else `$HOME/.local/state/pas-agent` (the XDG base directory
+/// default for state). Holds the run registry and the last good session of each project.
+/// `None` when none of them is set.
+pub fn state_dir() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("PAS_AGENT_STATE_DIR")
+        .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("pas-agent")))
+        .or_else(|| var("HOME").map(|h| h.join(".local/state/pas-agent")))
 }
 
 /// pas-agent's per-user cache directory: `$XDG_RUNTIME_DIR/pas-agent` (per-user, emptied at

@@ -88,7 +88,7 @@ pub fn completions(args: CompletionsArgs) -> Result<i32> {
         .map_err(|e| Error::io("<stdout>", e))?;
     let text = String::from_utf8(buf)
         .map_err(|e| Error::Message(format!("completion script is not UTF-8: {e}")))?;
-    crate::term::print(&text)?;
+    crate::term::print_data(&text)?;
     Ok(0)
 }
 
@@ -259,7 +259,7 @@ pub fn man(args: ManArgs) -> Result<i32> {
         )));
     };
     let (_, text) = render(cmd)?;
-    crate::term::print(&text)?;
+    crate::term::print_data(&text)?;
     Ok(0)
 }
 

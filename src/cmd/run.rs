@@ -49,6 +49,25 @@ pub fn run(args: RunArgs) -> Result<i32> {
     }
 }
 
+/// The one line that says why an agent starts without a run record, and what brings the
+/// session back.
+fn unrecorded(e: &Error, label: &str) -> String {
+    let first = e.to_string();
+    let first = first.lines().next().unwrap_or_default().trim_end();
+    let fix = match e {
+        Error::Damaged { .. } => {
+            " (`pas-agent recover` brings back the session as pas-agent last saved it)"
+        }
+        Error::Unsupported { .. } => " (a newer pas-agent records runs in it)",
+        Error::Unmerged { .. } => " (`pas-agent resolve` merges it)",
+        _ => " (`pas-agent doctor` says more)",
+    };
+    format!(
+        "{first}; {} starts without a run record, checkpoint or export{fix}",
+        clean_line(label)
+    )
+}
+
 /// Why the agent did not run.
 enum NotStarted {
     /// It could not be started.
@@ -256,17 +275,39 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     };
     let started = match record::before(&project, &plan) {
         Ok(started) => started,
-        // A session left unmerged by git is no reason to keep the user from their agent: it
-        // starts without a record, and the user is told how to resolve the session.
-        Err(e @ Error::Unmerged { .. }) => {
-            warn(&format!(
-                "{e}\n  the agent starts without a run record, checkpoint or export"
-            ));
-            drop(capture);
+        // Nothing about the session keeps the user from their agent — a file left unmerged by
+        // git or damaged, a lock the file system cannot give or another process holds, a full
+        // disk: it starts without a record, and one line says why and what to do.
+        Err(e) => {
+            warn(&unrecorded(&e, &plan.label));
+            if capture.is_some() {
+                drop(capture);
+                let dir = project
+                    .root
+                    .join(capture::RUNS_DIR)
+                    .join(run_id.to_string());
+                if let Ok(guard) = crate::fsutil::WriteGuard::new(&project.root) {
+                    let _ = guard.remove_dir_all(&dir);
+                }
+            }
+            #[cfg(unix)]
+            let ran = if use_pty {
+                launch::pty::run(
+                    &program.path,
+                    &program.name,
+                    &agent_args,
+                    &[],
+                    &cwd,
+                    None,
+                    &watch,
+                )?
+            } else {
+                plain::run(&program.path, &program.name, &agent_args, &[], &cwd, &watch)?
+            };
+            #[cfg(not(unix))]
             let ran = plain::run(&program.path, &program.name, &agent_args, &[], &cwd, &watch)?;
             return Ok(ran.exit.launcher_code());
         }
-        Err(e) => return Err(e),
     };
     match &started.export {
         Some(Ok(report)) => {

@@ -43,11 +43,30 @@ pub fn edit(
     program: &str,
     remove: bool,
 ) -> Result<Edit, String> {
+    // The edges keep what the parsers would lose: a byte order mark, and CRLF line ends
+    // (which toml_edit and the JSON tree would mix with the LF lines they add).
     let text = text.unwrap_or("");
-    match integration.hooks.format {
+    let (bom, text) = match text.strip_prefix('\u{feff}') {
+        Some(rest) => ("\u{feff}", rest),
+        None => ("", text),
+    };
+    let crlf = text.contains("\r\n") && text.matches('\n').count() == text.matches("\r\n").count();
+    let lf;
+    let text = if crlf {
+        lf = text.replace("\r\n", "\n");
+        lf.as_str()
+    } else {
+        text
+    };
+    let mut edit = match integration.hooks.format {
         Format::Json { comments } => json(text, comments, integration, program, remove),
         Format::Toml => toml(text, integration, program, remove),
-    }
+    }?;
+    edit.text = edit.text.map(|t| {
+        let t = if crlf { t.replace('\n', "\r\n") } else { t };
+        if t.is_empty() { t } else { format!("{bom}{t}") }
+    });
+    Ok(edit)
 }
 
 fn json_options(comments: bool) -> ParseOptions {

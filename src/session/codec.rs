@@ -26,6 +26,10 @@ pub fn to_json(session: &Session) -> serde_json::Result<Vec<u8>> {
 ///   byte offset), invalid JSON or a wrongly typed field (with serde's line and column);
 /// - [`Error::Damaged`] also for values this build cannot write back exactly (see
 ///   [`super::exact`]): numbers beyond `f64`/`u64`/`i64` precision, duplicate keys;
+/// - [`Error::Damaged`] for a `schema_version` that is not exactly a whole number this build
+///   knows (`1.0`, `2.0`, `1e3`, `-1`, `0`, `"1"`, `null`: never read as 1), and for a count
+///   pas-agent reads (`files_changed_total`, a collapsed entry's `files`) that is not a whole
+///   number;
 /// - [`Error::Unsupported`] when `schema_version` is newer than [`SCHEMA_VERSION`], checked
 ///   before the shape so a newer layout is reported as such.
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
@@ -66,9 +70,16 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
         };
     match parsed {
         Ok(s) if s.schema_version > SCHEMA_VERSION => Err(unsupported(s.schema_version.into())),
+        Ok(s) if s.schema_version < 1 => Err(damaged(format!(
+            "field `schema_version`: {} is not a schema version (this version reads {SCHEMA_VERSION}); pas-agent will not rewrite the file",
+            s.schema_version
+        ))),
         // Fields this build does not know are written back: refuse what it cannot keep exactly.
-        Ok(s) => match super::exact::check(text) {
-            Ok(()) => Ok(s),
+        Ok(mut s) => match super::exact::check(text).and_then(|()| super::exact::counts(&s)) {
+            Ok(()) => {
+                portable_paths(&mut s);
+                Ok(s)
+            }
             Err(problem) => Err(damaged(format!(
                 "{problem}; pas-agent will not rewrite a file it cannot write back exactly"
             ))),
@@ -99,6 +110,91 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
             Err(damaged(format!(
                 "not a valid session file: {field}{e}{hint}"
             )))
+        }
+    }
+}
+
+/// A stored path in the one form pas-agent records (top-relative, `/`-separated, as git
+/// prints it): a path written with backslashes (`sub\dir\f.txt`, by a tool on Windows)
+/// becomes `sub/dir/f.txt`, and `./` prefixes, `/./` and doubled separators go. A trailing `/`
+/// (a collapsed directory, see [`super::bound`]) stays, and so does a path in git's quoted
+/// form (`"caf\351.txt"`, [`crate::git::record_path`]: a name git itself holds with a
+/// backslash or bytes that are not UTF-8 is recorded that way, so its backslashes are never
+/// separators). `None` when `path` is already in that form.
+pub fn portable_path(path: &str) -> Option<String> {
+    if path.len() >= 2 && path.starts_with('"') && path.ends_with('"') {
+        return None;
+    }
+    let needs = path.contains('\\')
+        || path.starts_with("./")
+        || path.contains("//")
+        || path.contains("/./")
+        || path.ends_with("/.");
+    if !needs {
+        return None;
+    }
+    let slashed = path.replace('\\', "/");
+    let absolute = slashed.starts_with('/');
+    let dir = slashed.ends_with('/');
+    let parts: Vec<&str> = slashed
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let mut out = String::with_capacity(slashed.len());
+    if absolute {
+        out.push('/');
+    }
+    out.push_str(&parts.join("/"));
+    if dir && !parts.is_empty() {
+        out.push('/');
+    }
+    (out != path).then_some(out)
+}
+
+/// Every stored path of a file list in [`portable_path`]'s form; when that makes two entries
+/// name one file, the first is kept.
+pub fn portable_files(files: &mut Vec<crate::model::FileState>) {
+    let mut changed = false;
+    for f in files.iter_mut() {
+        if let Some(p) = portable_path(&f.path) {
+            f.path = p;
+            changed = true;
+        }
+        if let crate::model::FileStatus::Renamed { from } = &mut f.status
+            && let Some(p) = portable_path(from)
+        {
+            *from = p;
+        }
+    }
+    if changed {
+        let mut seen = std::collections::HashSet::new();
+        files.retain(|f| seen.insert(f.path.clone()));
+    }
+}
+
+/// Puts every path the session stores (file lists of checkpoints and runs, a run's baseline,
+/// capture and the files its agent edited) in [`portable_path`]'s form, so that one file is
+/// one entry whoever wrote the record.
+fn portable_paths(session: &mut Session) {
+    for cp in &mut session.checkpoints {
+        portable_files(&mut cp.files_changed);
+    }
+    for run in &mut session.runs {
+        portable_files(&mut run.files_changed);
+        if let Some(b) = &mut run.baseline {
+            portable_files(b);
+        }
+        if let Some(c) = &mut run.capture
+            && let Some(p) = portable_path(c)
+        {
+            *c = p;
+        }
+        if let Some(t) = &mut run.transcript {
+            for e in &mut t.edits {
+                if let Some(p) = portable_path(e) {
+                    *e = p;
+                }
+            }
         }
     }
 }

@@ -58,6 +58,23 @@ pub struct Update {
     pub resolve: Vec<usize>,
 }
 
+/// Refuses a text longer than [`crate::limits::ITEM_CHARS`] characters; `what` names it for
+/// the message (`--discovery`, "the checkpoint message").
+///
+/// Errors: [`Error::Usage`] with the text's length and the limit; nothing was changed.
+pub fn check_text(what: &str, text: &str) -> Result<()> {
+    let limit = crate::limits::ITEM_CHARS;
+    let len = text.trim().chars().count();
+    if len <= limit {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{what} is {} characters long; one item may hold at most {} characters (docs/format.md, \"Size limits\"); nothing was changed\n  hint: keep the gist here and put the rest in a file of the project, named in the item",
+        crate::display::thousands(len),
+        crate::display::thousands(limit)
+    )))
+}
+
 /// Checks that every number names an item of `list`, and returns them sorted and de-duplicated.
 ///
 /// Errors: [`Error::Usage`] naming the first bad number and the list's size.
@@ -84,6 +101,29 @@ pub fn check_numbers(task: &TaskState, kind: ListKind, numbers: &[usize]) -> Res
 ///
 /// Errors: a bad item number, an empty `--task`, or nothing changing ("nothing to update").
 pub fn apply_update(task: &mut TaskState, update: &Update) -> Result<()> {
+    let single = [
+        ("--task", &update.task),
+        ("--objective", &update.objective),
+        ("--next", &update.next),
+    ];
+    for (flag, text) in single {
+        if let Some(t) = text {
+            check_text(&format!("the {flag} text"), t)?;
+        }
+    }
+    let lists = [
+        ("--completed", &update.completed),
+        ("--remaining", &update.remaining),
+        ("--decision", &update.decisions),
+        ("--blocker", &update.blockers),
+        ("--constraint", &update.constraints),
+        ("--discovery", &update.discoveries),
+    ];
+    for (flag, items) in lists {
+        for t in items {
+            check_text(&format!("the {flag} item"), t)?;
+        }
+    }
     let done = check_numbers(task, ListKind::Remaining, &update.done)?;
     let resolve = check_numbers(task, ListKind::Blockers, &update.resolve)?;
     if update.task.as_ref().is_some_and(|t| t.trim().is_empty()) {
