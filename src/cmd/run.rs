@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::cwd;
 use crate::agents::Agent;
+use crate::agents::store::Resumable;
 use crate::cli::RunArgs;
 use crate::display::{count, duration};
 use crate::error::{Error, Result, exit};
@@ -148,7 +149,36 @@ fn agent_args(
                     a.aliases.first().copied().unwrap_or(a.id)
                 )));
             }
-            (syntax.apply(&id, &user), None, Some(id))
+            // Checked before the launch: the agent, started here, finds the conversation (it
+            // is copied where the agent looks when it was kept under another directory), or
+            // it starts a new one with the exported context — never an id it would refuse.
+            match a.store.map(|s| s.resumable(&id, cwd)) {
+                Some(Resumable::Missing(why)) => {
+                    warn(&format!(
+                        "{} cannot resume session {} from {}: {}; it starts a new session, with the session exported to {}",
+                        a.name,
+                        clean_line(&id),
+                        clean(&cwd.to_string_lossy()),
+                        clean_line(&why),
+                        a.context_file
+                    ));
+                    let prepared = session_id::prepare(a, &user);
+                    let mut args = prepared.args;
+                    args.extend(user);
+                    (args, prepared.id, None)
+                }
+                Some(Resumable::Copied { from, to }) => {
+                    note(&format!(
+                        "pas-agent: session {} was kept under another directory ({}); copied to {}, where {} started here finds it",
+                        clean_line(&id),
+                        clean(&from.to_string_lossy()),
+                        clean(&to.to_string_lossy()),
+                        a.name
+                    ));
+                    (syntax.apply(&id, &user), None, Some(id))
+                }
+                _ => (syntax.apply(&id, &user), None, Some(id)),
+            }
         }
         (Some(a), false) => {
             let prepared = session_id::prepare(a, &user);
@@ -340,6 +370,20 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         .and_then(session_id::store_dir)
         .and_then(launch::witness::Witness::start);
     let started_at = Utc::now();
+    // When the agent started is noted as soon as it did: a launcher lost after that leaves a
+    // run that says its agent ran (docs/launcher.md, "Runs that were cut short").
+    let noted: std::sync::Arc<std::sync::Mutex<Option<chrono::DateTime<Utc>>>> = Default::default();
+    {
+        let noted = std::sync::Arc::clone(&noted);
+        let note = record::agent_started(&project, &started);
+        watch.when_spawned(Box::new(move || {
+            let at = Utc::now();
+            note(at);
+            if let Ok(mut slot) = noted.lock() {
+                *slot = Some(at);
+            }
+        }));
+    }
     // A signal that came while the run was prepared (checkpoint, export, record) and that
     // would have gone to the agent: the user or the system asked to stop before it started.
     // A fault signal (`kill -SEGV`) sent meanwhile counts the same.
@@ -376,6 +420,8 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     let held = witness
         .map(launch::witness::Witness::finish)
         .unwrap_or_default();
+    let mut started = started;
+    started.agent_started_at = noted.lock().ok().and_then(|mut slot| slot.take());
     let ran = match result {
         Ok(ran) => ran,
         Err(why) => {
@@ -384,9 +430,11 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                     "could not remove the record of the run that did not start: {forget}"
                 ));
             }
-            if plan.capture.is_some() {
-                let _ = std::fs::remove_dir_all(
-                    project
+            if plan.capture.is_some()
+                && let Ok(guard) = crate::fsutil::WriteGuard::new(&project.root)
+            {
+                let _ = guard.remove_dir_all(
+                    &project
                         .root
                         .join(capture::RUNS_DIR)
                         .join(run_id.to_string()),

@@ -136,7 +136,7 @@ pub fn run(args: RunsArgs) -> Result<i32> {
             minute(&r.started_at),
             pad(agent, agent_w),
         );
-        out.paint(state_style(r), &format!("{:<9}", r.state.as_str()));
+        out.paint(state_style(r), &format!("{:<9}", shown_state(r)));
         let _ = writeln!(
             out,
             "  {:>6}  {:>8}  {:>7}  {:>5}  {}",
@@ -149,6 +149,15 @@ pub fn run(args: RunsArgs) -> Result<i32> {
     }
     out.print()?;
     Ok(0)
+}
+
+/// A run's state as the table shows it: its recorded state, except that an abandoned run
+/// whose agent never started (its launcher was lost while preparing it) is `unstarted`.
+fn shown_state(run: &Run) -> &str {
+    match (&run.state, crate::launch::record::agent_started_at(run)) {
+        (RunState::Abandoned, Some(None)) => "unstarted",
+        (state, _) => state.as_str(),
+    }
 }
 
 /// The colour of a run's state: running cyan, a failure (non-zero exit, signal, abandoned)
@@ -246,9 +255,14 @@ fn one(
         (Some(c), _, _) => format!("exited {c}"),
         (None, Some(s), _) => format!("killed by signal {s}"),
         (_, _, RunState::Running) => "still running".into(),
-        (_, _, RunState::Abandoned) => {
-            "abandoned (its launcher ended without recording how the agent ended)".into()
-        }
+        (_, _, RunState::Abandoned) => match crate::launch::record::agent_started_at(r) {
+            Some(None) => "abandoned before the agent started (its launcher ended while preparing the run; the agent never ran)".into(),
+            Some(Some(at)) => format!(
+                "abandoned: the agent started at {}, then its launcher ended without recording how the agent ended",
+                crate::display::second(&at)
+            ),
+            None => "abandoned (its launcher ended without recording how the agent ended)".into(),
+        },
         _ => "unknown".into(),
     };
     let _ = writeln!(out, "Outcome:  {outcome}");

@@ -21,7 +21,7 @@ pub fn run(args: ShowArgs) -> Result<i32> {
         match history::moved_of(&project, &full.id) {
             history::Moved::Found(files, snapshot) => {
                 full.files_changed = files;
-                if let Some(snapshot) = snapshot {
+                if let Some(snapshot) = *snapshot {
                     full.task_snapshot = snapshot;
                 }
                 full.extra.remove(history::MOVED_KEY);

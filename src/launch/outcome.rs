@@ -197,6 +197,51 @@ fn head_of(guard: &WriteGuard, path: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
+/// Notes in the run's reserve that its agent was started at `at` (its first line gains
+/// ` agent_started=<RFC 3339>`, over the zeros after it): no lock, no `fsync`, so the agent
+/// starts as fast as before. A later reconcile of a run whose launcher was lost reads it
+/// ([`agent_started`]) into the record.
+///
+/// Errors: there is no reserve (it could not be made), or writing failed.
+pub fn mark_started(root: &Path, run_id: &Uuid, at: DateTime<Utc>) -> io::Result<()> {
+    let guard = guard(root)?;
+    let path = run_dir(root, run_id).join(RESERVE_FILE);
+    let head = head_of(&guard, &path).ok_or_else(|| io::Error::other("no reserve"))?;
+    if !head.starts_with(RESERVE_HEADER) || head.contains(" agent_started=") {
+        return Err(io::Error::other("not a reserve of this version"));
+    }
+    let line = format!(
+        "{head} agent_started={}\n",
+        at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    );
+    let real = guard.check(&path, Named::ByUs).map_err(refused)?;
+    let mut options = OpenOptions::new();
+    options.write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    let mut file = options.open(real)?;
+    if file.metadata()?.len() < line.len() as u64 {
+        return Err(io::Error::other("the reserve is too small"));
+    }
+    file.write_all(line.as_bytes())
+}
+
+/// When the run's reserve says its agent was started ([`mark_started`]), if it does.
+pub fn agent_started(root: &Path, run_id: &Uuid) -> Option<DateTime<Utc>> {
+    let guard = guard(root).ok()?;
+    let head = head_of(&guard, &run_dir(root, run_id).join(RESERVE_FILE))?;
+    let at = head
+        .strip_prefix(RESERVE_HEADER)?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("agent_started="))?;
+    DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
 fn reserve_is_stale(head: &str, path: &Path) -> bool {
     let Some(rest) = head.strip_prefix(RESERVE_HEADER) else {
         return fs::metadata(path)

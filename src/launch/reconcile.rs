@@ -56,7 +56,14 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
         return Ok(Vec::new());
     }
     let repo = git::for_root(&project.root);
-    let outcomes: Vec<(Uuid, Option<String>, GitOutcome, Option<Pending>)> = dead
+    type Closing = (
+        Uuid,
+        Option<String>,
+        GitOutcome,
+        Option<Pending>,
+        Option<chrono::DateTime<Utc>>,
+    );
+    let outcomes: Vec<Closing> = dead
         .iter()
         .map(|r| {
             let baseline = r.baseline.clone().unwrap_or_default();
@@ -64,13 +71,15 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
             // The launcher saw the agent end but could not save it (a full disk).
             let pending = outcome::pending(&project.root, &r.id)
                 .filter(|p| r.nonce.as_deref() == Some(p.nonce.as_str()));
-            (r.id, r.nonce.clone(), outcome, pending)
+            // Whether the agent was started before the launcher was lost: its reserve says.
+            let started = outcome::agent_started(&project.root, &r.id);
+            (r.id, r.nonce.clone(), outcome, pending, started)
         })
         .collect();
     let now = Utc::now();
     let closed = project.modify(|s| {
         let mut closed = Vec::new();
-        for (id, nonce, outcome, pending) in &outcomes {
+        for (id, nonce, outcome, pending, started) in &outcomes {
             let Some(index) = s
                 .runs
                 .iter()
@@ -84,6 +93,12 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
             run.files_changed = outcome.files_changed.clone();
             crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
             run.baseline = None;
+            if let Some(at) = started
+                && !matches!(record::agent_started_at(run), Some(Some(_)))
+            {
+                run.extra
+                    .insert(record::AGENT_STARTED_KEY.into(), record::started_value(*at));
+            }
             run.extra.insert(
                 "reconciled_at".into(),
                 serde_json::Value::String(now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
@@ -114,7 +129,7 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
         }
         Ok(closed)
     })?;
-    let ids: Vec<Uuid> = outcomes.iter().map(|(id, _, _, _)| *id).collect();
+    let ids: Vec<Uuid> = outcomes.iter().map(|(id, ..)| *id).collect();
     record::unregister(&ids);
     // Their launchers are gone: nobody needs their reserved space or kept outcome any more.
     for id in &ids {

@@ -130,7 +130,7 @@ const LINE_START: &str = "{\"checkpoint\":";
 #[derive(Debug, PartialEq)]
 pub enum Moved {
     /// Its file list and, when it was moved too, its task snapshot.
-    Found(Vec<FileState>, Option<TaskState>),
+    Found(Vec<FileState>, Box<Option<TaskState>>),
     /// A line names the checkpoint but cannot be read (a torn or edited line).
     Damaged,
     /// No line names it: its list was pruned (or the file is gone).
@@ -149,7 +149,7 @@ pub fn moved_of(project: &Project, id: &Uuid) -> Moved {
         match parse_line(l) {
             Some(mut line) if line.checkpoint == *id => {
                 super::codec::portable_files(&mut line.files_changed);
-                return Moved::Found(line.files_changed, line.task_snapshot);
+                return Moved::Found(line.files_changed, Box::new(line.task_snapshot));
             }
             Some(_) => {}
             None => damaged = true,
