@@ -1058,6 +1058,23 @@ pub fn cache_dir() -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn an_append_after_a_torn_line_starts_a_line_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = guard(dir.path());
+        let log = g.root().join("log.jsonl");
+        for (before, want) in [
+            ("", "{\"b\":2}\n"),
+            ("{\"a\":1}\n", "{\"a\":1}\n{\"b\":2}\n"),
+            ("{\"a\":1}\n{\"to", "{\"a\":1}\n{\"to\n{\"b\":2}\n"),
+            ("{\"to", "{\"to\n{\"b\":2}\n"),
+        ] {
+            fs::write(&log, before).unwrap();
+            g.append(&log, b"{\"b\":2}\n").unwrap();
+            assert_eq!(fs::read_to_string(&log).unwrap(), want, "{before:?}");
+        }
+    }
+
     fn guard(dir: &Path) -> WriteGuard {
         WriteGuard::new(dir).unwrap()
     }

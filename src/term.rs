@@ -434,6 +434,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ascii_keeps_the_meaning_of_pas_agents_marks() {
+        assert_eq!(
+            ascii("Task 1/2 · stale · codex running"),
+            "Task 1/2 | stale | codex running"
+        );
+        assert_eq!(ascii("⚠ HEAD a → b — moved…"), "! HEAD a -> b -- moved...");
+        assert_eq!(ascii("café ✓ 日本"), "caf? ok ??");
+        assert!(matches!(ascii("plain"), Cow::Borrowed(_)));
+        proptest::proptest!(|(text in "\\PC{0,40}")| {
+            proptest::prop_assert!(ascii(&text).is_ascii());
+        });
+    }
+
+    #[test]
     fn control_characters_never_survive() {
         assert_eq!(clean("a\u{1b}[31mb\u{7}"), "a?[31mb?");
         assert_eq!(clean("x\u{9b}2J\u{202e}"), "x?2J?");

@@ -46,7 +46,7 @@ pub fn run(args: RecoverArgs) -> Result<i32> {
         }
         Err(e @ Error::Unmerged { .. }) if !args.force => {
             return Err(Error::Message(format!(
-                "{}\n  hint: `pas-agent recover --force` replaces it with the copy pas-agent last saved instead (the unmerged file is kept)",
+                "{}\n  hint: `pas-agent resolve` merges both sides; `pas-agent recover --force` replaces it with the copy pas-agent last saved instead (the unmerged file is kept)",
                 e.to_string().lines().next().unwrap_or_default()
             )));
         }

@@ -685,6 +685,19 @@ pub(crate) type RawStatus = BTreeMap<String, Entry>;
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_name_with_a_backslash_is_recorded_quoted_and_read_back() {
+        for name in [&b"a\\b.txt"[..], b"dir\\", b"\\", b"x\\\"y"] {
+            let recorded = record_path(name);
+            assert!(
+                recorded.starts_with('"') && recorded.ends_with('"'),
+                "{recorded}"
+            );
+            assert_eq!(path_bytes(&recorded), name, "{recorded}");
+        }
+        assert_eq!(record_path(b"sub/dir/f.txt"), "sub/dir/f.txt");
+    }
+
     fn entry(x: char, y: char) -> Entry {
         Entry {
             x: (x != '.' && x != '?').then_some(x),

@@ -174,3 +174,26 @@ pub fn bound_argv(mut argv: Vec<String>) -> Vec<String> {
     }
     argv
 }
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn recorded_command_lines_are_bounded() {
+        let argv = bound_argv(vec!["claude".into(), "-p".into(), "é".repeat(120_000)]);
+        assert_eq!(argv.len(), 3);
+        assert!(argv[2].starts_with(&"é".repeat(MAX_ARG_CHARS)));
+        assert!(
+            argv[2].ends_with("… [120,000 characters]"),
+            "{}",
+            &argv[2][argv[2].len() - 40..]
+        );
+        let many: Vec<String> = (0..250).map(|i| i.to_string()).collect();
+        let argv = bound_argv(many);
+        assert_eq!(argv.len(), MAX_ARGS);
+        assert_eq!(argv[MAX_ARGS - 1], "… [151 more arguments]");
+        let short = vec!["codex".to_string(), "exec".into()];
+        assert_eq!(bound_argv(short.clone()), short);
+    }
+}

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::model::{SCHEMA_VERSION, Session};
+use crate::model::{Extra, FileState, SCHEMA_VERSION, Session};
 
 /// Pretty JSON (two-space indent), as the original writes it, with `schema_version` set to
 /// this build's version.
@@ -75,7 +75,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
             s.schema_version
         ))),
         // Fields this build does not know are written back: refuse what it cannot keep exactly.
-        Ok(mut s) => match super::exact::check(text).and_then(|()| super::exact::counts(&s)) {
+        Ok(mut s) => match super::exact::check(text).and_then(|()| counts(&s)) {
             Ok(()) => {
                 portable_paths(&mut s);
                 Ok(s)
@@ -199,6 +199,48 @@ fn portable_paths(session: &mut Session) {
     }
 }
 
+/// Checks the counts pas-agent reads from the fields it keeps beside the typed ones:
+/// `files_changed_total` of checkpoints and runs, and `files` of collapsed entries (see
+/// [`super::bound`]). A typed field is already read exactly by serde (`"duration_ms": 1.0` is
+/// a wrong type); these would otherwise be misread as missing.
+///
+/// Errors: the field (as `checkpoints[2].files_changed_total`) and what it holds.
+pub fn counts(session: &Session) -> Result<(), String> {
+    fn total(extra: &Extra, at: &str) -> Result<(), String> {
+        match extra.get(super::bound::TOTAL_KEY) {
+            Some(v) if super::exact::count(v).is_none() => Err(format!(
+                "field `{at}.{}`: {v} is not a whole number of files",
+                super::bound::TOTAL_KEY
+            )),
+            _ => Ok(()),
+        }
+    }
+    fn files(list: &[FileState], at: &str) -> Result<(), String> {
+        for (i, f) in list.iter().enumerate() {
+            if let Some(v) = f.extra.get(super::bound::FILES_KEY)
+                && super::exact::count(v).is_none_or(|n| n == 0)
+            {
+                return Err(format!(
+                    "field `{at}[{i}].{}`: {v} is not a whole number of files",
+                    super::bound::FILES_KEY
+                ));
+            }
+        }
+        Ok(())
+    }
+    for (i, cp) in session.checkpoints.iter().enumerate() {
+        let at = format!("checkpoints[{i}]");
+        total(&cp.extra, &at)?;
+        files(&cp.files_changed, &format!("{at}.files_changed"))?;
+    }
+    for (i, run) in session.runs.iter().enumerate() {
+        let at = format!("runs[{i}]");
+        total(&run.extra, &at)?;
+        files(&run.files_changed, &format!("{at}.files_changed"))?;
+    }
+    Ok(())
+}
+
 /// Whether `text` holds a git conflict (see `super::merge::split_conflict`).
 pub fn is_conflicted(text: &str) -> bool {
     text.contains("\n<<<<<<<") || text.starts_with("<<<<<<<")
@@ -219,6 +261,15 @@ mod tests {
 
     #[test]
     fn legacy_file_without_version_loads_as_v1() {
+        for raw in ["1.0", "1e0", "2.0", "-1", "\"1\"", "null", "0"] {
+            assert!(
+                matches!(
+                    parse(&p(), with_version(raw).as_bytes()),
+                    Err(Error::Damaged { .. })
+                ),
+                "{raw}"
+            );
+        }
         let s = parse(&p(), minimal().as_bytes()).unwrap();
         assert_eq!(s.schema_version, 1);
         assert!(s.checkpoints.is_empty());
@@ -269,6 +320,102 @@ mod tests {
             parse(&p(), text.as_bytes()).unwrap_err(),
             Error::Unsupported { found: 2, .. }
         ));
+    }
+
+    fn with_version(raw: &str) -> String {
+        minimal().replacen('{', &format!("{{\"schema_version\":{raw},"), 1)
+    }
+
+    proptest::proptest! {
+        /// Any spelling of a number that is not exactly a whole number (a fraction, an
+        /// exponent, a sign, a float equal to 1) is refused, never read as version 1.
+        #[test]
+        fn a_version_not_spelt_as_an_integer_is_refused(
+            int in 0u64..5,
+            frac in "[0-9]{1,3}",
+            exp in -3i32..4,
+            form in 0usize..5,
+        ) {
+            let raw = match form {
+                0 => format!("{int}.{frac}"),
+                1 => format!("{int}e{exp}"),
+                2 => format!("{int}.{frac}E{exp}"),
+                3 => format!("-{}", int + 1),
+                _ => format!("{int}.0"),
+            };
+            let err = parse(&p(), with_version(&raw).as_bytes()).unwrap_err();
+            proptest::prop_assert!(matches!(err, Error::Damaged { .. }), "{}: {}", raw, err);
+        }
+
+        /// Whole numbers: 1 is read, 0 refused, anything larger a newer version.
+        #[test]
+        fn a_whole_version_is_known_or_newer(v in 0u64..=u64::MAX) {
+            let r = parse(&p(), with_version(&v.to_string()).as_bytes());
+            match v {
+                0 => proptest::prop_assert!(matches!(r, Err(Error::Damaged { .. })), "0"),
+                1 => proptest::prop_assert!(r.is_ok(), "1"),
+                _ => proptest::prop_assert!(matches!(r, Err(Error::Unsupported { .. })), "{}", v),
+            }
+        }
+
+        /// Paths made of the same names with any separators, dot segments and doubled
+        /// slashes are one portable path; a portable path stays as it is.
+        #[test]
+        fn paths_in_any_spelling_have_one_portable_form(
+            names in proptest::collection::vec("[a-zA-Z0-9_ .é-]{1,8}", 1..5),
+            seps in proptest::collection::vec(proptest::sample::select(vec!["/", "\\", "//", "/./", "\\.\\", "\\/"]), 4),
+            lead in proptest::sample::select(vec!["", "./", ".\\"]),
+            dir in proptest::bool::ANY,
+        ) {
+            let names: Vec<String> = names.into_iter().filter(|n| n != "." && n != "..").collect();
+            proptest::prop_assume!(!names.is_empty());
+            let mut messy = lead.to_string();
+            for (i, n) in names.iter().enumerate() {
+                if i > 0 {
+                    messy.push_str(seps[i % seps.len()]);
+                }
+                messy.push_str(n);
+            }
+            let mut clean = names.join("/");
+            if dir {
+                messy.push('/');
+                clean.push('/');
+            }
+            let got = portable_path(&messy).unwrap_or_else(|| messy.clone());
+            proptest::prop_assert_eq!(&got, &clean);
+            proptest::prop_assert_eq!(portable_path(&clean), None);
+        }
+    }
+
+    #[test]
+    fn quoted_paths_keep_their_backslashes() {
+        assert_eq!(portable_path("\"caf\\351.txt\""), None);
+        assert_eq!(portable_path("\"a\\\\b.txt\""), None);
+        assert_eq!(portable_path("dir/"), None);
+    }
+
+    #[test]
+    fn counts_must_be_whole_numbers() {
+        let cp = r#""checkpoints":[{"id":"46d89609-104d-4a43-907d-dbca99704a85","timestamp":"2026-09-17T04:30:00Z","message":"m","task_snapshot":{},"files_changed":[{"path":"d/","status":"Untracked","files":FILES}],"files_changed_total":TOTAL}]"#;
+        for (files, total, ok) in [
+            ("3", "3", true),
+            ("3.0", "3", false),
+            ("3", "3.0", false),
+            ("0", "3", false),
+            ("3", "-1", false),
+            ("3", "\"3\"", false),
+            ("1e1", "3", false),
+        ] {
+            let text = minimal().replace(
+                r#""task":{}"#,
+                &format!(
+                    r#""task":{{}},{}"#,
+                    cp.replace("FILES", files).replace("TOTAL", total)
+                ),
+            );
+            let r = parse(&p(), text.as_bytes());
+            assert_eq!(r.is_ok(), ok, "files {files}, total {total}: {r:?}");
+        }
     }
 
     #[test]

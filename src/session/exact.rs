@@ -15,8 +15,6 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-use crate::model::{Extra, FileState, Session};
-
 /// Checks a document that `serde_json` already parsed (so it is valid JSON), in one pass.
 ///
 /// Errors: a description of the first value that cannot be kept exactly, with its line.
@@ -103,48 +101,6 @@ pub fn check(text: &str) -> Result<(), String> {
 /// written as one (`3`, not `3.0`, `3e0` or `"3"`), not negative. `None` for anything else.
 pub fn count(value: &Value) -> Option<u64> {
     value.as_u64()
-}
-
-/// Checks the counts pas-agent reads from the fields it keeps beside the typed ones:
-/// `files_changed_total` of checkpoints and runs, and `files` of collapsed entries (see
-/// [`super::bound`]). A typed field is already read exactly by serde (`"duration_ms": 1.0` is
-/// a wrong type); these would otherwise be misread as missing.
-///
-/// Errors: the field (as `checkpoints[2].files_changed_total`) and what it holds.
-pub fn counts(session: &Session) -> Result<(), String> {
-    fn total(extra: &Extra, at: &str) -> Result<(), String> {
-        match extra.get(super::bound::TOTAL_KEY) {
-            Some(v) if count(v).is_none() => Err(format!(
-                "field `{at}.{}`: {v} is not a whole number of files",
-                super::bound::TOTAL_KEY
-            )),
-            _ => Ok(()),
-        }
-    }
-    fn files(list: &[FileState], at: &str) -> Result<(), String> {
-        for (i, f) in list.iter().enumerate() {
-            if let Some(v) = f.extra.get(super::bound::FILES_KEY)
-                && count(v).is_none_or(|n| n == 0)
-            {
-                return Err(format!(
-                    "field `{at}[{i}].{}`: {v} is not a whole number of files",
-                    super::bound::FILES_KEY
-                ));
-            }
-        }
-        Ok(())
-    }
-    for (i, cp) in session.checkpoints.iter().enumerate() {
-        let at = format!("checkpoints[{i}]");
-        total(&cp.extra, &at)?;
-        files(&cp.files_changed, &format!("{at}.files_changed"))?;
-    }
-    for (i, run) in session.runs.iter().enumerate() {
-        let at = format!("runs[{i}]");
-        total(&run.extra, &at)?;
-        files(&run.files_changed, &format!("{at}.files_changed"))?;
-    }
-    Ok(())
 }
 
 /// Whether `serde_json` writes the number back with the same value, and an integer as an

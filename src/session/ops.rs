@@ -352,6 +352,25 @@ pub fn find_checkpoint<'a>(
 mod tests {
     use super::*;
 
+    #[test]
+    fn texts_longer_than_the_limit_are_refused_naming_it() {
+        let limit = crate::limits::ITEM_CHARS;
+        assert!(check_text("x", &"é".repeat(limit)).is_ok());
+        assert!(check_text("x", &format!("  {}  ", "a".repeat(limit))).is_ok());
+        let err = check_text("the --discovery item", &"a".repeat(limit + 1)).unwrap_err();
+        assert!(
+            err.to_string().contains("10,001") && err.to_string().contains("10,000"),
+            "{err}"
+        );
+        let mut task = TaskState::default();
+        let update = Update {
+            remaining: vec!["ok".into(), "b".repeat(limit + 1)],
+            ..Update::default()
+        };
+        assert!(apply_update(&mut task, &update).is_err());
+        assert!(task.remaining.is_empty(), "all or nothing");
+    }
+
     fn task() -> TaskState {
         TaskState {
             description: "t".into(),

@@ -306,3 +306,22 @@ impl Project {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_ends_are_those_of_the_first_line() {
+        assert_eq!(LineEnds::of(b"{\r\n  \"a\": 1\r\n}\r\n"), LineEnds::CrLf);
+        assert_eq!(LineEnds::of(b"{\n}\n"), LineEnds::Lf);
+        assert_eq!(LineEnds::of(b"{}"), LineEnds::Lf);
+        assert_eq!(LineEnds::of(b"\n"), LineEnds::Lf);
+        let json = b"{\n  \"a\": \"x\\ny\"\n}\n".to_vec();
+        assert_eq!(
+            LineEnds::CrLf.apply(json.clone()),
+            b"{\r\n  \"a\": \"x\\ny\"\r\n}\r\n".to_vec()
+        );
+        assert_eq!(LineEnds::Lf.apply(json.clone()), json);
+    }
+}
