@@ -1009,3 +1009,123 @@ fn exporting_into_its_own_output_changes_nothing_whatever_the_line_ends() {
         assert!(check.status.success(), "{text:?}: {}", stdout(&check));
     }
 }
+
+// ---- 3. Resume follows a moved checkout ----
+
+/// Moves the sandbox's checkout to `name` beside it (as `mv` would, with its session), and
+/// points the sandbox there.
+fn move_checkout(sb: &mut Sandbox, name: &str) {
+    let to = sb.tmp.path().canonicalize().unwrap().join(name);
+    std::fs::rename(&sb.work, &to).unwrap();
+    sb.work = to;
+}
+
+fn run_argv(run: &Value) -> Vec<String> {
+    run["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A request after the first `before` carried `now` and the earlier `then`: the conversation
+/// went on.
+fn continued(mock: &crate::mock_model::Mock, before: usize, then: &str, now: &str) -> bool {
+    mock.requests()[before..]
+        .iter()
+        .any(|r| r.body.contains(now) && r.body.contains(then))
+}
+
+#[test]
+fn claude_code_resumes_a_conversation_of_a_checkout_that_moved() {
+    crate::mock_model::require_agent("claude", "@anthropic-ai/claude-code");
+    let mut sb = Sandbox::with_session();
+    let mock = crate::mock_model::Mock::start();
+    sb.env.extend(mock.claude_env("sk-ant-test"));
+    sb.ok(&["run", "claude", "--", "-p", "Say hello to the ledger"]);
+    let id = last_run(&sb)["agent_session_id"].as_str().unwrap().to_string();
+    for place in ["moved", "moved again/with space"] {
+        if place.contains('/') {
+            std::fs::create_dir_all(sb.tmp.path().join("moved again")).unwrap();
+        }
+        move_checkout(&mut sb, place);
+        let before = mock.requests().len();
+        let out = sb.run(&["run", "claude", "--resume", "--", "-p", "Next step please"]);
+        assert!(out.status.success(), "{place}: {}", stderr(&out));
+        assert!(stderr(&out).contains("copied to"), "{place}: {}", stderr(&out));
+        let run = last_run(&sb);
+        assert_eq!(run_argv(&run)[..3], ["claude", "--resume", id.as_str()], "{place}");
+        assert!(
+            continued(&mock, before, "Say hello to the ledger", "Next step please"),
+            "{place}: the resumed request carries the earlier conversation"
+        );
+    }
+    // The conversation gone from Claude's store: a new one starts, never a refused id.
+    std::fs::remove_dir_all(sb.home.join(".claude/projects")).unwrap();
+    let out = sb.run(&["run", "claude", "--resume", "--", "-p", "Start over"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot resume session"), "{}", stderr(&out));
+    let run = last_run(&sb);
+    assert_eq!(run_argv(&run)[1], "--session-id");
+    assert_eq!(run["exit_code"], 0);
+}
+
+#[test]
+fn gemini_cli_resumes_a_conversation_of_a_checkout_that_moved() {
+    crate::mock_model::require_agent("gemini", "@google/gemini-cli");
+    let mut sb = Sandbox::with_session();
+    let mock = crate::mock_model::Mock::start();
+    mock.point_gemini_at_me(&mut sb);
+    let model = ["-m", "gemini-2.5-flash"];
+    let mut first = vec!["run", "gemini", "--"];
+    first.extend(model);
+    first.extend(["-p", "Say hello to the ledger"]);
+    sb.ok(&first);
+    let id = last_run(&sb)["agent_session_id"].as_str().unwrap().to_string();
+    // Moved twice: the first time to a place Gemini CLI has no project for, the second time
+    // back to one it has (the first place, with a project made there).
+    for place in ["moved", "work"] {
+        move_checkout(&mut sb, place);
+        let before = mock.requests().len();
+        let mut args = vec!["run", "gemini", "--resume", "--"];
+        args.extend(model);
+        args.extend(["-p", "Next step please"]);
+        let out = sb.run(&args);
+        assert!(out.status.success(), "{place}: {}", stderr(&out));
+        let run = last_run(&sb);
+        assert_eq!(run_argv(&run)[..3], ["gemini", "--resume", id.as_str()], "{place}");
+        assert!(
+            continued(&mock, before, "Say hello to the ledger", "Next step please"),
+            "{place}: the resumed request carries the earlier conversation"
+        );
+    }
+    std::fs::remove_dir_all(sb.home.join(".gemini/tmp")).unwrap();
+    let mut args = vec!["run", "gemini", "--resume", "--"];
+    args.extend(model);
+    args.extend(["-p", "Start over"]);
+    let out = sb.run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot resume session"), "{}", stderr(&out));
+    assert_ne!(run_argv(&last_run(&sb))[1], "--resume");
+}
+
+// ---- 6. Typed in a hooked shell, a damaged session still starts the agent ----
+
+#[test]
+fn an_agent_typed_in_a_hooked_shell_starts_whatever_the_session_file_holds() {
+    let sb = Sandbox::with_session();
+    sb.stand_in("claude", "echo \"claude ran with $#\"; exit 6");
+    for (what, bytes) in damages() {
+        std::fs::write(sb.path(SESSION), &bytes).unwrap();
+        let out = crate::hooks::shell(
+            &sb,
+            "bash",
+            &["--norc", "--noprofile", "-i"],
+            "eval \"$PAS_HOOK\"\nclaude hello\necho \"exit $?\"",
+        );
+        let text = stdout(&out);
+        assert!(text.contains("claude ran with"), "{what}: {text} {}", stderr(&out));
+        assert!(text.contains("exit 6"), "{what}: {text}");
+    }
+}
