@@ -883,6 +883,28 @@ pub fn remove_stale_temps_of(dir: &Path, names: Option<&[&str]>) -> usize {
         .count()
 }
 
+/// Removes temp files of the atomic writer's pattern in `dir` that were last written more
+/// than `age` ago: for the per-user directories written without a lock (the summary cache,
+/// the kept copies of sessions), where a writer killed mid-write (a launcher killed while it
+/// saved) leaves one that no lock can prove stale. A writer holds its temp file for
+/// milliseconds, so one an hour old is a dead writer's. Returns how many were removed; errors
+/// are ignored.
+pub fn remove_old_temps(dir: &Path, age: std::time::Duration) -> usize {
+    temp_files_of(dir, None)
+        .iter()
+        .filter(|path| {
+            fs::symlink_metadata(path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|a| a > age))
+        })
+        .filter(|path| fs::remove_file(path).is_ok())
+        .count()
+}
+
+/// How old a temp file in a directory without a lock must be to be taken for a dead writer's
+/// ([`remove_old_temps`]).
+pub const OLD_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The regular files in `dir` named like the atomic writer's temp files (`.NAME.XXXXXX.tmp`),
 /// limited to the temp files of `names` when given, without links or directories. Whether
 /// they are stale depends on the lock (see [`remove_stale_temps`]); nothing is removed.
@@ -1057,6 +1079,28 @@ pub fn cache_dir() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn old_temp_files_of_dead_writers_go_and_fresh_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(".3.json.a1b2c3.tmp");
+        let fresh = dir.path().join(".3.json.d4e5f6.tmp");
+        let other = dir.path().join("3.json");
+        for p in [&old, &fresh, &other] {
+            fs::write(p, "x").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        for p in [&old, &other] {
+            File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        }
+        assert_eq!(remove_old_temps(dir.path(), OLD_TEMP), 1);
+        assert!(!old.exists() && fresh.exists() && other.exists());
+    }
 
     #[test]
     fn an_append_after_a_torn_line_starts_a_line_of_its_own() {

@@ -108,14 +108,31 @@ fn agent_args(
                 a.name
             )));
         }
-        (Some(a), true) => {
+        (Some(a), true) => 'resume: {
+            let fresh = |user: Vec<OsString>| {
+                let prepared = session_id::prepare(a, &user);
+                let mut args = prepared.args;
+                args.extend(user);
+                (args, prepared.id, None)
+            };
             let syntax = a.resume.ok_or_else(|| {
                 launcher_error(format!(
                     "{} has no known way to resume a session by id",
                     a.name
                 ))
             })?;
-            let session = project.load()?;
+            // A session that cannot be read names no conversation: the agent starts a new one.
+            let session = match project.load() {
+                Ok(s) => s,
+                Err(e) => {
+                    warn(&format!(
+                        "{}; {} starts a new session instead of resuming one",
+                        e.to_string().lines().next().unwrap_or_default(),
+                        a.name
+                    ));
+                    break 'resume fresh(user);
+                }
+            };
             // Agents keep sessions per directory: the latest one started here, else the
             // latest one anywhere in the project.
             let here = cwd.to_string_lossy();
@@ -162,10 +179,7 @@ fn agent_args(
                         clean_line(&why),
                         a.context_file
                     ));
-                    let prepared = session_id::prepare(a, &user);
-                    let mut args = prepared.args;
-                    args.extend(user);
-                    (args, prepared.id, None)
+                    fresh(user)
                 }
                 Some(Resumable::Copied { from, to }) => {
                     note(&format!(

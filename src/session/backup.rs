@@ -72,6 +72,7 @@ pub fn keep(project: &Project, bytes: &[u8]) -> std::io::Result<()> {
     guard
         .write_volatile(&dir.join(FILE), bytes, Named::ByUs, Links::Replace)
         .map_err(refused)?;
+    crate::fsutil::remove_old_temps(&dir, crate::fsutil::OLD_TEMP);
     Ok(())
 }
 

@@ -458,6 +458,21 @@ fn a_damaged_session_never_stops_an_agent() {
             "{what}: {err}"
         );
         assert_eq!(sb.bytes(SESSION), bytes, "{what}: the file was changed");
+        // Asked to resume, it starts a new conversation: the file names none it can read.
+        let _ = std::fs::remove_file(sb.path("started.txt"));
+        let out = sb
+            .cmd()
+            .args(["run", "claude", "--resume"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(4), "{what}: {}", stderr(&out));
+        assert!(sb.path("started.txt").exists(), "{what}");
+        assert!(
+            stderr(&out).contains("starts a new session"),
+            "{what}: {}",
+            stderr(&out)
+        );
+        assert_eq!(sb.bytes(SESSION), bytes, "{what}: the file was changed");
     }
 }
 
@@ -1044,7 +1059,10 @@ fn claude_code_resumes_a_conversation_of_a_checkout_that_moved() {
     let mock = crate::mock_model::Mock::start();
     sb.env.extend(mock.claude_env("sk-ant-test"));
     sb.ok(&["run", "claude", "--", "-p", "Say hello to the ledger"]);
-    let id = last_run(&sb)["agent_session_id"].as_str().unwrap().to_string();
+    let id = last_run(&sb)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     for place in ["moved", "moved again/with space"] {
         if place.contains('/') {
             std::fs::create_dir_all(sb.tmp.path().join("moved again")).unwrap();
@@ -1053,9 +1071,17 @@ fn claude_code_resumes_a_conversation_of_a_checkout_that_moved() {
         let before = mock.requests().len();
         let out = sb.run(&["run", "claude", "--resume", "--", "-p", "Next step please"]);
         assert!(out.status.success(), "{place}: {}", stderr(&out));
-        assert!(stderr(&out).contains("copied to"), "{place}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("copied to"),
+            "{place}: {}",
+            stderr(&out)
+        );
         let run = last_run(&sb);
-        assert_eq!(run_argv(&run)[..3], ["claude", "--resume", id.as_str()], "{place}");
+        assert_eq!(
+            run_argv(&run)[..3],
+            ["claude", "--resume", id.as_str()],
+            "{place}"
+        );
         assert!(
             continued(&mock, before, "Say hello to the ledger", "Next step please"),
             "{place}: the resumed request carries the earlier conversation"
@@ -1065,7 +1091,11 @@ fn claude_code_resumes_a_conversation_of_a_checkout_that_moved() {
     std::fs::remove_dir_all(sb.home.join(".claude/projects")).unwrap();
     let out = sb.run(&["run", "claude", "--resume", "--", "-p", "Start over"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("cannot resume session"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot resume session"),
+        "{}",
+        stderr(&out)
+    );
     let run = last_run(&sb);
     assert_eq!(run_argv(&run)[1], "--session-id");
     assert_eq!(run["exit_code"], 0);
@@ -1082,7 +1112,10 @@ fn gemini_cli_resumes_a_conversation_of_a_checkout_that_moved() {
     first.extend(model);
     first.extend(["-p", "Say hello to the ledger"]);
     sb.ok(&first);
-    let id = last_run(&sb)["agent_session_id"].as_str().unwrap().to_string();
+    let id = last_run(&sb)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     // Moved twice: the first time to a place Gemini CLI has no project for, the second time
     // back to one it has (the first place, with a project made there).
     for place in ["moved", "work"] {
@@ -1094,7 +1127,11 @@ fn gemini_cli_resumes_a_conversation_of_a_checkout_that_moved() {
         let out = sb.run(&args);
         assert!(out.status.success(), "{place}: {}", stderr(&out));
         let run = last_run(&sb);
-        assert_eq!(run_argv(&run)[..3], ["gemini", "--resume", id.as_str()], "{place}");
+        assert_eq!(
+            run_argv(&run)[..3],
+            ["gemini", "--resume", id.as_str()],
+            "{place}"
+        );
         assert!(
             continued(&mock, before, "Say hello to the ledger", "Next step please"),
             "{place}: the resumed request carries the earlier conversation"
@@ -1106,7 +1143,11 @@ fn gemini_cli_resumes_a_conversation_of_a_checkout_that_moved() {
     args.extend(["-p", "Start over"]);
     let out = sb.run(&args);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("cannot resume session"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot resume session"),
+        "{}",
+        stderr(&out)
+    );
     assert_ne!(run_argv(&last_run(&sb))[1], "--resume");
 }
 
@@ -1125,7 +1166,43 @@ fn an_agent_typed_in_a_hooked_shell_starts_whatever_the_session_file_holds() {
             "eval \"$PAS_HOOK\"\nclaude hello\necho \"exit $?\"",
         );
         let text = stdout(&out);
-        assert!(text.contains("claude ran with"), "{what}: {text} {}", stderr(&out));
+        assert!(
+            text.contains("claude ran with"),
+            "{what}: {text} {}",
+            stderr(&out)
+        );
         assert!(text.contains("exit 6"), "{what}: {text}");
+    }
+}
+
+#[test]
+fn a_hooked_shell_entering_a_project_with_a_damaged_session_prints_the_notice() {
+    let sb = Sandbox::with_session();
+    std::fs::create_dir_all(sb.tmp.path().join("elsewhere")).unwrap();
+    let bash = crate::hooks::require("bash");
+    for (what, bytes) in damages() {
+        std::fs::write(sb.path(SESSION), &bytes).unwrap();
+        let body = format!(
+            "cd '{}'\neval \"$PAS_HOOK\"\neval \"$PROMPT_COMMAND\"\ncd '{}'\neval \"$PROMPT_COMMAND\"\necho \"segment: $PAS_AGENT_PROMPT\"",
+            sb.tmp.path().join("elsewhere").display(),
+            sb.work.display()
+        );
+        let out = crate::hooks::isolated(&sb, &bash)
+            .env("PAS_HOOK", crate::hooks::hook(&sb, "bash"))
+            .args(["--norc", "--noprofile", "-i", "-c", &body])
+            .output()
+            .unwrap();
+        assert!(
+            stdout(&out).contains("segment: session damaged"),
+            "{what}: {}",
+            stdout(&out)
+        );
+        let err = stderr(&out);
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("pas-agent: the session file is damaged")
+                    && l.contains("pas-agent recover")),
+            "{what}: {err}"
+        );
     }
 }
