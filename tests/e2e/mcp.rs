@@ -997,7 +997,8 @@ fn read_all_pages(c: &mut Client) -> std::collections::BTreeMap<String, Vec<(u64
 #[test]
 fn read_session_is_bounded_and_pages_through_every_kind_of_large_session() {
     let long = |n: usize, c: char| -> String { std::iter::repeat_n(c, n).collect() };
-    let cases: Vec<(&str, String, Vec<(&str, Vec<String>)>)> = vec![
+    type Lists = Vec<(&'static str, Vec<String>)>;
+    let cases: Vec<(&str, String, Lists)> = vec![
         (
             "many small items",
             "Task".into(),
