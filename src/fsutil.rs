@@ -412,23 +412,25 @@ impl WriteGuard {
     /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`]
     /// when it is not a directory; I/O errors (a missing directory is `NotFound`).
     pub fn remove_dir_all(&self, path: &Path) -> Result<(), WriteError> {
-        let real = self.checked_dir(path)?;
+        let real = self.checked_dir(path, Named::ByUs)?;
         fs::remove_dir_all(&real)?;
         Ok(())
     }
 
-    /// Deletes the directory at `path` when it is empty, with the checks of
-    /// [`WriteGuard::remove_dir_all`].
+    /// Deletes the empty directory at `path` (one pas-agent made for a file it then deleted),
+    /// after the same checks as [`WriteGuard::remove_dir_all`]: never through a link, never
+    /// outside the root or into `.git`.
     ///
-    /// Errors: as [`WriteGuard::remove_dir_all`]; the directory is not empty.
-    pub fn remove_dir(&self, path: &Path) -> Result<(), WriteError> {
-        let real = self.checked_dir(path)?;
+    /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`]
+    /// for anything but a directory; I/O errors (a directory that is not empty is one).
+    pub fn remove_dir(&self, path: &Path, named: Named) -> Result<(), WriteError> {
+        let real = self.checked_dir(path, named)?;
         fs::remove_dir(&real)?;
         Ok(())
     }
 
-    fn checked_dir(&self, path: &Path) -> Result<PathBuf, WriteError> {
-        let real = self.check(path, Named::ByUs)?;
+    fn checked_dir(&self, path: &Path, named: Named) -> Result<PathBuf, WriteError> {
+        let real = self.check(path, named)?;
         let meta = fs::symlink_metadata(path)?;
         if meta.file_type().is_symlink() {
             return Err(WriteError::Symlink {

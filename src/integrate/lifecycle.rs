@@ -3,7 +3,8 @@
 //!
 //! - **session-start** prints the session (the block's Markdown) as
 //!   `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}`, which all
-//!   three agents add to the model's context, then leaves a small marker in
+//!   three agents add to the model's context — unless a file the agent reads holds a current
+//!   block already, so that the model gets the session once — then leaves a small marker in
 //!   `.pas-agent/runs/hooks/` with the time and HEAD. No work-tree scan: the start stays cheap
 //!   on a large repository (the files changed are worked out at the end, see below).
 //! - **stop** (end of a turn) keeps the agent's last message in the marker.
@@ -18,7 +19,9 @@
 //! A hook never fails the agent: every error is a warning on stderr and the exit code is 0,
 //! which all three agents treat as success. Outside a session it does nothing. Inside a run
 //! started by `pas-agent run` (`PAS_AGENT_RUN_ID` names a running run of this session) it does
-//! nothing either: the launcher exports before and records after, so the run is recorded once.
+//! nothing either (the launcher exports before and records after, so the run is recorded
+//! once), except that session-start gives the session when the run could not put it in a file
+//! the agent reads (its context file is tracked by git and it has no other).
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -117,6 +120,11 @@ fn read_payload(fields: &crate::agents::hooks::Payload) -> Result<Payload, Strin
 }
 
 fn handle(integration: &Integration, event: Event) -> Result<(), String> {
+    // Another agent running this agent's hooks (GitHub Copilot CLI runs Claude Code's): its
+    // session is not this agent's, and is recorded by its own hooks if they are installed.
+    if super::run_by_another(integration).is_some() {
+        return Ok(());
+    }
     let payload = read_payload(&integration.hooks.payload)?;
     let cwd = match &payload.cwd {
         Some(c) if c.is_absolute() => c.clone(),
@@ -126,15 +134,37 @@ fn handle(integration: &Integration, event: Event) -> Result<(), String> {
         // No session here: nothing to give or record (a user-level hook in another project).
         return Ok(());
     };
+    let agent = integration.agent;
+    // A restored run (`pas-agent restore`) asks for this: the session the agent came up in.
+    if event == Event::SessionStart
+        && let (Ok(run), Some(id)) = (
+            std::env::var(crate::launch::RUN_ID_ENV),
+            payload
+                .session_id
+                .as_deref()
+                .filter(|i| agent.id_shape.accepts(i)),
+        )
+    {
+        crate::launch::freeze::acknowledge(&run, id);
+    }
     if inside_run(&project) {
+        // The launcher records the run; at the start the hook only gives the session when
+        // the run could not put it in a file the agent reads (a tracked context file).
+        if event == Event::SessionStart {
+            give_context(&project, integration)?;
+        }
         return Ok(());
     }
-    let agent = integration.agent;
     let session_id = payload
         .session_id
         .clone()
         .filter(|id| agent.id_shape.accepts(id));
-    if session_id.is_none() && payload.raw.get("session_id").is_some() {
+    if session_id.is_none()
+        && payload
+            .raw
+            .get(integration.hooks.payload.session_id)
+            .is_some()
+    {
         crate::term::warn(&format!(
             "the `session_id` in the hook's payload does not look like a {} session id",
             agent.name
@@ -252,23 +282,7 @@ fn start(
     session_id: Option<&str>,
     payload: &Payload,
 ) -> Result<(), String> {
-    let session = project.load().map_err(|e| e.to_string())?;
-    // The Markdown of the block, without the live git state: reading the work tree is what
-    // would make a start slow on a large repository.
-    let (content, _) = crate::export::content(&session, None, None);
-    let output = match integration.hooks.context {
-        ContextOutput::HookSpecific => Some(serde_json::json!({
-            "hookSpecificOutput": {
-                "hookEventName": "SessionStart",
-                "additionalContext": content,
-            }
-        })),
-        ContextOutput::TopLevel => Some(serde_json::json!({ "additionalContext": content })),
-        ContextOutput::Ignored => None,
-    };
-    if let Some(output) = output {
-        crate::term::print_json(&output).map_err(|e| e.to_string())?;
-    }
+    give_context(project, integration)?;
     let Some(session_id) = session_id else {
         return Err("the payload has no session id; this session will not be recorded".into());
     };
@@ -292,6 +306,32 @@ fn start(
     };
     write_marker(project, &path, &marker)?;
     remove_old_markers(project);
+    Ok(())
+}
+
+/// Prints the session for the agent's context, unless a file the agent reads already holds a
+/// current block (`export::delivery::hook_gives_context`): the model gets the session once.
+fn give_context(project: &Project, integration: &Integration) -> Result<(), String> {
+    let session = project.load().map_err(|e| e.to_string())?;
+    if !crate::export::delivery::hook_gives_context(integration.agent, &project.root, &session) {
+        return Ok(());
+    }
+    // The Markdown of the block, without the live git state: reading the work tree is what
+    // would make a start slow on a large repository.
+    let (content, _) = crate::export::content(&session, None, None);
+    let output = match integration.hooks.context {
+        ContextOutput::HookSpecific => Some(serde_json::json!({
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": content,
+            }
+        })),
+        ContextOutput::TopLevel => Some(serde_json::json!({ "additionalContext": content })),
+        ContextOutput::Ignored => None,
+    };
+    if let Some(output) = output {
+        crate::term::print_json(&output).map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 
@@ -358,8 +398,23 @@ fn add_words(
     since: DateTime<Utc>,
     transcript_path: Option<&Path>,
 ) {
-    run.transcript = Some(agent.transcript(session_id, cwd, since, transcript_path));
+    let read = || agent.transcript(session_id, cwd, since, transcript_path);
+    let mut words = read();
+    // An agent that writes its store behind its hooks: a few more reads, until the answer is
+    // there (the agent waits for this hook, up to its timeout, while it writes).
+    if agent.store.is_some_and(|s| s.written_late()) {
+        let deadline = std::time::Instant::now() + WRITTEN_LATE_PATIENCE;
+        while words.last_answer.is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            words = read();
+        }
+    }
+    run.transcript = Some(words);
 }
+
+/// How long a session-end hook waits for an agent that writes its store behind
+/// ([`crate::agents::Store::written_late`]) to write the last answer.
+const WRITTEN_LATE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The files that differed from HEAD before the session started, as far as the end can tell:
 /// those changed now whose modification time is older than the start.
@@ -464,9 +519,9 @@ fn end(
     );
     let message = last_message(integration, payload)
         .or_else(|| marker.as_ref().and_then(|m| m.last_message.clone()));
-    if let Some(message) = message {
+    if let Some(message) = &message {
         run.extra
-            .insert(LAST_MESSAGE_KEY.into(), Value::String(message));
+            .insert(LAST_MESSAGE_KEY.into(), Value::String(message.clone()));
     }
     if let Some(note) = note {
         run.extra.insert(HOOK_NOTE_KEY.into(), Value::String(note));
@@ -480,6 +535,11 @@ fn end(
             started.unwrap_or(DateTime::UNIX_EPOCH),
             payload.transcript_path.as_deref(),
         );
+        // The end-of-turn hook can fire before the agent wrote that turn to its transcript:
+        // the message the hook reported is the newer answer.
+        if let (Some(t), Some(m)) = (run.transcript.as_mut(), message.as_deref()) {
+            crate::agents::words::hook_answer(t, m);
+        }
     }
     let tree = outcome.tree;
     let label = agent.id;

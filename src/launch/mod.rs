@@ -4,6 +4,7 @@
 
 pub mod capture;
 pub mod delta;
+pub mod freeze;
 pub mod modes;
 pub mod outcome;
 pub mod plain;
@@ -13,10 +14,12 @@ pub mod pty;
 pub mod reconcile;
 pub mod record;
 pub mod registry;
+pub mod resume;
 pub mod session_id;
 pub mod signals;
 #[cfg(unix)]
 pub mod terminal;
+pub mod tmux;
 pub mod witness;
 
 use std::ffi::OsString;

@@ -165,7 +165,7 @@ pub fn sweep(root: &Path) -> usize {
         }
         if guard.remove(&reserve, Named::ByUs).is_ok() {
             removed += 1;
-            let _ = guard.remove_dir(&dir);
+            let _ = guard.remove_dir(&dir, Named::ByUs);
         }
     }
     removed
@@ -359,8 +359,8 @@ pub fn clear(root: &Path, run_id: &Uuid) {
         let _ = guard.remove(&dir.join(name), Named::ByUs);
     }
     // These fail (and are meant to) while a capture or another run's files are there.
-    let _ = guard.remove_dir(&dir);
-    let _ = guard.remove_dir(&root.join(RUNS_DIR));
+    let _ = guard.remove_dir(&dir, Named::ByUs);
+    let _ = guard.remove_dir(&root.join(RUNS_DIR), Named::ByUs);
 }
 
 #[cfg(test)]

@@ -177,6 +177,75 @@ pub fn liveness(pid: Option<u32>, token: Option<&str>) -> Liveness {
     }
 }
 
+/// Every process below `root` (not `root` itself), from each process's parent id in
+/// `/proc/<pid>/stat` (Linux; empty elsewhere), children before their own children.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses: split after the
+        // last `)`.
+        let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        parent_of.push((pid, ppid));
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(child, parent) in &parent_of {
+            if parent == p && !out.contains(&child) {
+                out.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    out
+}
+
+/// The direct children of `pid` (Linux; empty elsewhere).
+pub fn children(pid: u32) -> Vec<u32> {
+    descendants(pid)
+        .into_iter()
+        .filter(|c| parent_of(*c) == Some(pid))
+        .collect()
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Whether `pid` exists and is not a zombie (Linux: from `/proc`; elsewhere `kill(pid, 0)`).
+pub fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) if cfg!(target_os = "linux") => false,
+        Err(_) => pid_exists(pid) == Some(true),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

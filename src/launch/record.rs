@@ -39,13 +39,32 @@ pub struct Plan {
     pub cwd: std::path::PathBuf,
     /// Take the checkpoints before and after the run (false with `--no-checkpoint`).
     pub checkpoint: bool,
-    /// The agent whose context file gets the export before the run, if any.
-    pub export_to: Option<&'static Agent>,
+    /// Where the export before the run goes, if anywhere (`export::delivery::for_run`).
+    pub export: Option<Target>,
     /// The capture path relative to the project root, when output is captured.
     pub capture: Option<String>,
     /// The agent's session id when it is known before the run (a resumed session).
     pub agent_session_id: Option<String>,
+    /// The session id the launcher chose for a new session (`--session-id`): recorded from
+    /// the start, and kept after the run only if the agent's store confirms it.
+    pub chosen: Option<String>,
+    /// The user's arguments for the agent (what followed its name), for a later restore.
+    pub user_args: Vec<String>,
+    /// The `pas-agent run` options a restore starts it with again (`--mcp`, …).
+    pub options: Vec<String>,
+    /// The terminal's size at the start, when it runs in one.
+    pub terminal: Option<registry::Size>,
+    /// Where in tmux it runs, when it does.
+    pub tmux: Option<registry::TmuxPlace>,
+    /// The frozen run this run restores (`pas-agent restore`).
+    pub restoring: Option<super::freeze::Token>,
 }
+
+/// The run record's key naming the frozen run a run restores.
+pub const RESTORED_FROM_KEY: &str = "restored_from";
+/// The run record's key saying what ended the run, when it was not the agent itself
+/// (`freeze`: `pas-agent freeze`).
+pub const ENDED_BY_KEY: &str = "ended_by";
 
 /// A run that has been recorded as started.
 #[derive(Debug)]
@@ -84,6 +103,8 @@ pub struct Finished {
     /// Why no agent session id is recorded though sessions were found (also kept in the run
     /// record as `agent_session_note`).
     pub session_note: Option<String>,
+    /// `pas-agent freeze` ended the agent.
+    pub frozen: bool,
 }
 
 /// The key under which a run record keeps why it has no agent session id.
@@ -183,15 +204,26 @@ fn running_record(
         head_after: None,
         commits: Vec::new(),
         files_changed: Vec::new(),
-        agent_session_id: plan.agent_session_id.clone(),
+        agent_session_id: plan.agent_session_id.clone().or(plan.chosen.clone()),
         checkpoint_before: None,
         checkpoint_after: None,
         capture: plan.capture.clone(),
         baseline: None,
         transcript: None,
-        extra: [(AGENT_STARTED_KEY.to_string(), serde_json::Value::Null)]
-            .into_iter()
-            .collect(),
+        extra: {
+            // Whether the agent started is noted when it does (null until then).
+            let mut extra: crate::model::Extra =
+                [(AGENT_STARTED_KEY.to_string(), serde_json::Value::Null)]
+                    .into_iter()
+                    .collect();
+            if let Some(t) = &plan.restoring {
+                extra.insert(
+                    RESTORED_FROM_KEY.into(),
+                    serde_json::Value::String(t.run_id.to_string()),
+                );
+            }
+            extra
+        },
     }
 }
 
@@ -208,9 +240,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     let now = Utc::now();
     let run_id = plan.run_id;
     let nonce = Uuid::new_v4().simple().to_string();
-    let target = plan
-        .export_to
-        .map(|a| Target::new(project, a, None, &plan.cwd));
+    let target = plan.export.clone();
     // Room for the after-record, should the agent fill the disk (see `outcome`); taken before
     // the record says `running`, so the agent starts as soon after that as it did without.
     let session_len = std::fs::metadata(project.session_path()).map_or(0, |m| m.len());
@@ -271,8 +301,23 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     let (number, baseline, export, others, taken, session_id, run) =
         recorded.inspect_err(|_| outcome::clear(&project.root, &run_id))?;
     if let Some(run) = run {
-        let entry = registry::Entry::of(&run, &project.root, session_id);
-        if let Err(e) = registry::Registry::open().and_then(|r| r.add(entry)) {
+        let mut entry = registry::Entry::of(&run, &project.root, session_id);
+        entry.args = Some(plan.user_args.clone());
+        entry.options = plan.options.clone();
+        entry.terminal = plan.terminal;
+        entry.tmux = plan.tmux.clone();
+        let added = registry::Registry::open().and_then(|r| match &plan.restoring {
+            Some(token) => super::freeze::take_over(&r, token, entry).map(|taken| {
+                if let Err(why) = taken {
+                    crate::term::warn(&format!(
+                        "this run does not take the place of frozen run {}: {why}",
+                        &token.run_id.simple().to_string()[..8]
+                    ));
+                }
+            }),
+            None => r.add(entry),
+        });
+        if let Err(e) = added {
             crate::term::warn(&format!("the run is not in the machine-wide registry: {e}"));
         }
     }
@@ -532,6 +577,10 @@ pub fn finish(
     let git_unknown = tree.is_none() && (started.repo.is_some() || started.git_unknown);
     let run_id = started.run_id;
     let nonce = started.nonce.clone();
+    // `pas-agent freeze` ended it (the registry says so while it holds the entry).
+    let frozen = registry::Registry::open()
+        .and_then(|r| r.get(run_id))
+        .is_ok_and(|e| e.is_some_and(|e| e.state == registry::State::Freezing));
     // The agent's outcome is known only now: wait longer for the lock than a command would,
     // rather than lose it.
     let patience = crate::session::lock::timeout().max(AFTER_RECORD_LOCK_WAIT);
@@ -613,6 +662,15 @@ pub fn finish(
         run.checkpoint_after = checkpoint_after.flatten();
         if session_id.is_some() {
             run.agent_session_id = session_id;
+        } else if plan.agent_session_id.is_none() {
+            // An id chosen at the start that the agent's store does not hold is not its.
+            run.agent_session_id = None;
+        }
+        if frozen {
+            run.extra.insert(
+                ENDED_BY_KEY.into(),
+                serde_json::Value::String("freeze".into()),
+            );
         }
         if let Some(t) = words.for_session(run.agent_session_id.as_deref()) {
             run.transcript = Some(t);
@@ -642,6 +700,7 @@ pub fn finish(
             run,
             number: index + 1,
             session_note,
+            frozen,
         })
     };
     let finished = match project.modify_within(patience, apply) {
