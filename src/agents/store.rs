@@ -357,6 +357,42 @@ pub fn copy_new(from: &Path, to: &Path) -> std::io::Result<()> {
     target.sync_all()
 }
 
+/// Copies the session file `from` (JSON lines) to `to`, which must not exist, with the `cwd`
+/// field of its first line set to `cwd`: for stores keyed by directory whose agent also checks
+/// that a session's first record names the directory it was started in (Qwen Code compares the
+/// hash of that `cwd` with its project's; pi takes it as the session's directory). The rest of
+/// the file is copied byte for byte; the original is left as it was.
+///
+/// Errors: `from` cannot be read or its first line is no JSON object; `to` exists or cannot be
+/// written.
+pub fn copy_rehomed(from: &Path, to: &Path, cwd: &Path) -> std::io::Result<()> {
+    let bytes = std::fs::read(from)?;
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    let mut head: serde_json::Value = serde_json::from_slice(&bytes[..end])
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let Some(fields) = head.as_object_mut() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "its first line is not a JSON object",
+        ));
+    };
+    fields.insert(
+        "cwd".into(),
+        serde_json::Value::String(cwd.to_string_lossy().into_owned()),
+    );
+    let mut target = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)?;
+    let mut out = serde_json::to_vec(&head).map_err(std::io::Error::other)?;
+    out.extend_from_slice(&bytes[end..]);
+    std::io::Write::write_all(&mut target, &out)?;
+    target.sync_all()
+}
+
 /// Runs `program args…` in `cwd` with no input and at most `timeout`, and returns at most
 /// `limit` bytes of its standard output, or why not (it could not start, took too long,
 /// printed more than `limit`, or failed). Past the limit the rest is drained unread, so that a

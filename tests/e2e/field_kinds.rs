@@ -1101,6 +1101,71 @@ fn claude_code_resumes_a_conversation_of_a_checkout_that_moved() {
     assert_eq!(run["exit_code"], 0);
 }
 
+/// `--resume SELECTOR` (a run number, a suffix of the id) names a conversation started in a
+/// subdirectory of the checkout before it moved: it is resumed in the same subdirectory here,
+/// made findable there first. A subdirectory removed inside the project still says so.
+#[test]
+fn a_selected_conversation_of_a_moved_checkout_is_resumed_in_the_same_place_here() {
+    crate::mock_model::require_agent("claude", "@anthropic-ai/claude-code");
+    let mut sb = Sandbox::with_session();
+    let mock = crate::mock_model::Mock::start();
+    sb.env.extend(mock.claude_env("sk-ant-test"));
+    std::fs::create_dir_all(sb.work.join("src/app")).unwrap();
+    let out = sb.run_in(
+        "src/app",
+        &["run", "claude", "--", "-p", "Count the invoices"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = last_run(&sb)["agent_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    move_checkout(&mut sb, "moved");
+    // The suffix first: once resumed here, the conversation is known here as well.
+    for selector in [id[id.len() - 8..].to_string(), "1".to_string()] {
+        let before = mock.requests().len();
+        let out = sb.run(&[
+            "run",
+            "claude",
+            "--resume",
+            &selector,
+            "--",
+            "-p",
+            "And the refunds",
+        ]);
+        assert!(out.status.success(), "{selector}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("the same place in this checkout"),
+            "{selector}: {err}"
+        );
+        let run = last_run(&sb);
+        assert_eq!(
+            run["cwd"],
+            sb.work.join("src/app").to_string_lossy().as_ref(),
+            "{selector}"
+        );
+        assert_eq!(
+            run_argv(&run)[..3],
+            ["claude", "--resume", id.as_str()],
+            "{selector}"
+        );
+        assert!(
+            continued(&mock, before, "Count the invoices", "And the refunds"),
+            "{selector}: the resumed request carries the earlier conversation"
+        );
+    }
+    // Gone inside the project: not a move, so it is said, with how to go on.
+    std::fs::remove_dir_all(sb.work.join("src/app")).unwrap();
+    let out = sb.run(&["run", "claude", "--resume", "3", "--", "-p", "Too late"]);
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no longer exists"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn gemini_cli_resumes_a_conversation_of_a_checkout_that_moved() {
     crate::mock_model::require_agent("gemini", "@google/gemini-cli");
