@@ -160,10 +160,13 @@ if [[ $- == *i* && -z ${PAS_AGENT_RUN_ID-} && -z ${CLAUDECODE-} ]]; then
 
     __PAS_AGENT_WRAPPERS__
 
-    # Register before anything else in the prompt, so prompt renderers see the new text.
-    # With bash-preexec, through its precmd_functions; on bash 5.1+ with an array
-    # PROMPT_COMMAND, as its first element; otherwise at the front of the string.
-    if [[ " ${PROMPT_COMMAND[*]-} " != *__pas_agent_precmd* && " ${precmd_functions[*]-} " != *" __pas_agent_precmd "* ]]; then
+    # Register before anything else in the prompt, so prompt renderers see the new text,
+    # and keep PROMPT_COMMAND as it was: a string stays a string, an array keeps its length.
+    # With bash-preexec, through its precmd_functions; otherwise at the front of the first
+    # (or only) command, where VS Code's shell integration, which keeps and runs only that one,
+    # runs it before its own prompt mark (a command after that mark would count as a command
+    # the user ran). VS Code's copy of it is checked too, so a second load adds nothing.
+    if [[ " ${PROMPT_COMMAND[*]-} ${__vsc_original_prompt_command[*]-} " != *__pas_agent_precmd* && " ${precmd_functions[*]-} " != *" __pas_agent_precmd "* ]]; then
         __pas_agent_attrs=
         if [[ -n ${PROMPT_COMMAND+set} ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 404)); then
             __pas_agent_attrs=${PROMPT_COMMAND@a}
@@ -172,14 +175,12 @@ if [[ $- == *i* && -z ${PAS_AGENT_RUN_ID-} && -z ${CLAUDECODE-} ]]; then
             precmd_functions=(__pas_agent_precmd ${precmd_functions[@]+"${precmd_functions[@]}"})
         elif [[ $__pas_agent_attrs == *r* ]]; then
             printf 'pas-agent: PROMPT_COMMAND is read-only, so the prompt hook is not installed\n' >&2
-        elif [[ $__pas_agent_attrs == *a* ]] && ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)); then
-            # shellcheck disable=SC2016 # "$_" is for PROMPT_COMMAND to expand, at each prompt.
-            PROMPT_COMMAND=('__pas_agent_precmd "$_"' "${PROMPT_COMMAND[@]}")
         else
-            # Strip leading blanks and semicolons so that the joined string stays valid.
+            # Strip leading blanks and semicolons so that the joined string stays valid. For an
+            # array this reads and sets its first element only.
             __pas_agent_rest=${PROMPT_COMMAND-}
             __pas_agent_rest=${__pas_agent_rest#"${__pas_agent_rest%%[![:space:];]*}"}
-            # shellcheck disable=SC2016,SC2178 # "$_" as above; a string PROMPT_COMMAND stays one.
+            # shellcheck disable=SC2016,SC2178 # "$_" is for PROMPT_COMMAND to expand, at each prompt.
             PROMPT_COMMAND='__pas_agent_precmd "$_"'${__pas_agent_rest:+;$__pas_agent_rest}
             unset __pas_agent_rest
         fi

@@ -373,9 +373,16 @@ pub fn splice(
     }
     check_text(bytes)?;
     let (bom, text) = split_bom(bytes);
-    let newline = newline_of(text);
+    let found = scan(text);
+    // A block keeps the line ends it has, so that splicing into its own output changes
+    // nothing (the join of a file's last lone `\r` and an appended block's `\n` is no CRLF
+    // line end of the file's); a new one takes the file's.
+    let newline = match found {
+        Scan::Block { start, .. } => newline_of(&text[start..]),
+        _ => newline_of(text),
+    };
     let mut out = bom.to_vec();
-    match scan(text) {
+    match found {
         Scan::Block { start, end } => {
             // The start marker keeps what it recorded about the line endings around it.
             let first = text[start..]
@@ -767,6 +774,29 @@ mod tests {
             let Scan::Block { start: s2, end: e2 } = scan(again_body) else { unreachable!() };
             prop_assert_eq!(&again_body[..s2], &out_body[..start]);
             prop_assert_eq!(&again_body[e2..], &out_body[end..]);
+        }
+
+        /// Splicing a block into its own output changes nothing, whatever the file's line
+        /// ends: LF, CRLF, lone CR (classic Mac OS), none at the end, or a mix, with or
+        /// without a byte order mark, the block at the end or at the top.
+        #[test]
+        fn splicing_into_its_own_output_changes_nothing(
+            lines in proptest::collection::vec(("[a-zé #`*-]{0,12}", prop_oneof![Just("\n"), Just("\r\n"), Just("\r"), Just("")]), 0..8),
+            bom in any::<bool>(),
+            top in any::<bool>(),
+            c in "[a-z \n]{0,40}",
+        ) {
+            let mut text = if bom { "\u{feff}".to_string() } else { String::new() };
+            for (line, end) in &lines {
+                text.push_str(line);
+                text.push_str(end);
+            }
+            let place = if top { Place::Top } else { Place::End };
+            if let Ok((once, _)) = splice(Some(text.as_bytes()), &c, false, place) {
+                let (twice, outcome) = splice(Some(&once), &c, false, place).unwrap();
+                prop_assert_eq!(outcome, Outcome::Updated);
+                prop_assert_eq!(String::from_utf8_lossy(&twice), String::from_utf8_lossy(&once));
+            }
         }
 
         #[test]

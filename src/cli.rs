@@ -68,7 +68,11 @@ where
     use clap::FromArgMatches;
     let mut cmd = command();
     let matches = cmd.try_get_matches_from_mut(args)?;
-    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+    let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
+    if let Command::Mcp(mcp) = &mut cli.command {
+        mcp.project = cli.dir.clone();
+    }
+    Ok(cli)
 }
 
 /// The commands.
@@ -131,6 +135,10 @@ pub enum Command {
     /// Shrink the session: drop the file lists of all but the last N checkpoints and runs,
     /// and delete old output captures (docs/teams.md).
     Prune(PruneArgs),
+    /// Bring back the session as pas-agent last saved it, when session.json is damaged,
+    /// deleted or unmerged (every save keeps a copy outside the work tree); the file it
+    /// replaces is kept beside that copy.
+    Recover(RecoverArgs),
     /// The git merge driver for session.json (`merge-driver %O %A %B %P`, set up by `init`),
     /// or `merge-driver --install` to set it up in this repository.
     MergeDriver(MergeDriverArgs),
@@ -220,6 +228,10 @@ pub struct McpArgs {
     /// gemini, opencode); where it goes is said on stderr.
     #[arg(long, value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::agents::mcp_names()))]
     pub config: Option<String>,
+    /// The `-C DIR` given with `--config`: the snippet then pins that project (set by
+    /// [`parse_from`], not a flag of its own).
+    #[arg(skip)]
+    pub project: Option<PathBuf>,
 }
 
 /// `prune`.
@@ -234,6 +246,14 @@ pub struct PruneArgs {
     /// Say what would be dropped, change nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `pas-agent recover`.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Also replace a session that loads (to undo a change; the current file is kept).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `30d`, `12h`, `90m`, `45s`, `2w`.

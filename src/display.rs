@@ -37,6 +37,19 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// `120345` as `120,345`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// How long ago `t` was, relative to `now`: `just now`, `5m ago`, `3h ago`, `2d ago`.
 pub fn ago(t: &DateTime<Utc>, now: &DateTime<Utc>) -> String {
     let s = (*now - *t).num_seconds().max(0);

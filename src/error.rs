@@ -68,7 +68,7 @@ pub enum Error {
     },
 
     /// The session file cannot be understood. The file has not been touched.
-    #[error("{}: {problem}\n  the file was left unchanged; fix it by hand, or, if it is committed, restore it with `git checkout -- .pas-agent/session.json`", path.display())]
+    #[error("{}: {problem}\n  the file was left unchanged; {}", path.display(), damaged_hint(path))]
     Damaged {
         /// The session file (or the run registry's `runs.json`).
         path: PathBuf,
@@ -212,6 +212,16 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+}
+
+/// What to do about a damaged file: for a session file, `pas-agent recover` first (it brings
+/// back the copy kept at the last save and keeps the damaged file).
+fn damaged_hint(path: &std::path::Path) -> &'static str {
+    if path.file_name().is_some_and(|n| n == "session.json") {
+        "`pas-agent recover` brings back the session as pas-agent last saved it (the damaged file is kept); or fix it by hand, or, if it is committed, restore it with `git checkout -- .pas-agent/session.json`"
+    } else {
+        "fix it by hand, or move it aside"
     }
 }
 

@@ -330,9 +330,11 @@ impl WriteGuard {
     }
 
     /// Appends `contents` to the file at `path` (created 0644 when missing), for an
-    /// append-only log (`.pas-agent/history.jsonl`): the path is checked as by
+    /// append-only log of lines (`.pas-agent/history.jsonl`): the path is checked as by
     /// [`WriteGuard::check`], a link at the last component is refused, and the data is synced
-    /// before returning.
+    /// before returning. A last line left without its newline by a writer that was killed
+    /// mid-append is ended first, so the torn line stays a line of its own (which readers
+    /// skip) instead of fusing with the first line appended now.
     ///
     /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`];
     /// I/O errors.
@@ -348,7 +350,7 @@ impl WriteGuard {
             });
         }
         let mut options = OpenOptions::new();
-        options.append(true).create(true);
+        options.append(true).read(true).create(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
@@ -360,7 +362,20 @@ impl WriteGuard {
         if !meta.is_file() {
             return Err(WriteError::NotAFile(kind_of(&meta)));
         }
-        file.write_all(contents)?;
+        let torn = meta.len() > 0 && {
+            let mut last = [0u8; 1];
+            file.seek(io::SeekFrom::End(-1))?;
+            file.read_exact(&mut last)?;
+            last[0] != b'\n'
+        };
+        if torn {
+            let mut whole = Vec::with_capacity(contents.len() + 1);
+            whole.push(b'\n');
+            whole.extend_from_slice(contents);
+            file.write_all(&whole)?;
+        } else {
+            file.write_all(contents)?;
+        }
         file.sync_data()?;
         Ok(())
     }
@@ -388,13 +403,33 @@ impl WriteGuard {
         Ok(())
     }
 
+    /// Deletes the directory at `path` and everything in it (a run's directory under
+    /// `.pas-agent/runs/`), after the checks of [`WriteGuard::check`]: a path that resolves
+    /// outside the root or into `.git` is refused, and so is a link at the last component (the
+    /// link is not what pas-agent made, and its target is never emptied). Links inside the
+    /// directory are removed, never followed.
+    ///
+    /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`]
+    /// when it is not a directory; I/O errors (a missing directory is `NotFound`).
+    pub fn remove_dir_all(&self, path: &Path) -> Result<(), WriteError> {
+        let real = self.checked_dir(path, Named::ByUs)?;
+        fs::remove_dir_all(&real)?;
+        Ok(())
+    }
+
     /// Deletes the empty directory at `path` (one pas-agent made for a file it then deleted),
-    /// after the same checks as [`WriteGuard::remove`]: never through a link, never outside
-    /// the root or into `.git`.
+    /// after the same checks as [`WriteGuard::remove_dir_all`]: never through a link, never
+    /// outside the root or into `.git`.
     ///
     /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`]
     /// for anything but a directory; I/O errors (a directory that is not empty is one).
     pub fn remove_dir(&self, path: &Path, named: Named) -> Result<(), WriteError> {
+        let real = self.checked_dir(path, named)?;
+        fs::remove_dir(&real)?;
+        Ok(())
+    }
+
+    fn checked_dir(&self, path: &Path, named: Named) -> Result<PathBuf, WriteError> {
         let real = self.check(path, named)?;
         let meta = fs::symlink_metadata(path)?;
         if meta.file_type().is_symlink() {
@@ -406,8 +441,41 @@ impl WriteGuard {
         if !meta.is_dir() {
             return Err(WriteError::NotAFile(kind_of(&meta)));
         }
-        fs::remove_dir(&real)?;
+        Ok(real)
+    }
+
+    /// Renames the regular file `from` to `to`, both checked as by [`WriteGuard::check`]
+    /// (inside the root, never into `.git`), `from` never a link.
+    ///
+    /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`];
+    /// I/O errors.
+    pub fn rename(&self, from: &Path, to: &Path) -> Result<(), WriteError> {
+        let real_from = self.check(from, Named::ByUs)?;
+        let real_to = self.check(to, Named::ByUs)?;
+        let meta = fs::symlink_metadata(from)?;
+        if meta.file_type().is_symlink() {
+            return Err(WriteError::Symlink {
+                path: from.to_path_buf(),
+                target: fs::read_link(from).ok(),
+            });
+        }
+        if !meta.is_file() {
+            return Err(WriteError::NotAFile(kind_of(&meta)));
+        }
+        fs::rename(&real_from, &real_to)?;
         Ok(())
+    }
+
+    /// Reads the file at `path` as [`read_limited`] does, after the checks of
+    /// [`WriteGuard::check`]: a file the repository could have planted (a link under
+    /// `.pas-agent/`) is never read from outside the root. `Ok(None)` when nothing is there.
+    ///
+    /// Errors: [`ReadError::Io`] holding the refusal; those of [`read_limited`].
+    pub fn read(&self, path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+        let real = self
+            .check(path, Named::ByUs)
+            .map_err(|e| ReadError::Io(io::Error::other(e.to_string())))?;
+        read_limited(&real, limit)
     }
 
     /// Replaces (or creates) the file at `path` with `contents` so that a crash at any instant
@@ -817,6 +885,28 @@ pub fn remove_stale_temps_of(dir: &Path, names: Option<&[&str]>) -> usize {
         .count()
 }
 
+/// Removes temp files of the atomic writer's pattern in `dir` that were last written more
+/// than `age` ago: for the per-user directories written without a lock (the summary cache,
+/// the kept copies of sessions), where a writer killed mid-write (a launcher killed while it
+/// saved) leaves one that no lock can prove stale. A writer holds its temp file for
+/// milliseconds, so one an hour old is a dead writer's. Returns how many were removed; errors
+/// are ignored.
+pub fn remove_old_temps(dir: &Path, age: std::time::Duration) -> usize {
+    temp_files_of(dir, None)
+        .iter()
+        .filter(|path| {
+            fs::symlink_metadata(path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|a| a > age))
+        })
+        .filter(|path| fs::remove_file(path).is_ok())
+        .count()
+}
+
+/// How old a temp file in a directory without a lock must be to be taken for a dead writer's
+/// ([`remove_old_temps`]).
+pub const OLD_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The regular files in `dir` named like the atomic writer's temp files (`.NAME.XXXXXX.tmp`),
 /// limited to the temp files of `names` when given, without links or directories. Whether
 /// they are stale depends on the lock (see [`remove_stale_temps`]); nothing is removed.
@@ -960,6 +1050,21 @@ pub enum ReadError {
     Io(io::Error),
 }
 
+/// pas-agent's per-user state directory: `$PAS_AGENT_STATE_DIR`, else
+/// `$XDG_STATE_HOME/pas-agent`, else `$HOME/.local/state/pas-agent` (the XDG base directory
+/// default for state). Holds the run registry and the last good session of each project.
+/// `None` when none of them is set.
+pub fn state_dir() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("PAS_AGENT_STATE_DIR")
+        .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("pas-agent")))
+        .or_else(|| var("HOME").map(|h| h.join(".local/state/pas-agent")))
+}
+
 /// pas-agent's per-user cache directory: `$XDG_RUNTIME_DIR/pas-agent` (per-user, emptied at
 /// logout), else `pas-agent` under `$XDG_CACHE_HOME`, `$HOME/.cache` or `%LOCALAPPDATA%`. Only
 /// absolute settings count; `None` when none is set. Holds the prompt's stamps, the summary
@@ -976,6 +1081,45 @@ pub fn cache_dir() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn old_temp_files_of_dead_writers_go_and_fresh_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(".3.json.a1b2c3.tmp");
+        let fresh = dir.path().join(".3.json.d4e5f6.tmp");
+        let other = dir.path().join("3.json");
+        for p in [&old, &fresh, &other] {
+            fs::write(p, "x").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        for p in [&old, &other] {
+            File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(long_ago)
+                .unwrap();
+        }
+        assert_eq!(remove_old_temps(dir.path(), OLD_TEMP), 1);
+        assert!(!old.exists() && fresh.exists() && other.exists());
+    }
+
+    #[test]
+    fn an_append_after_a_torn_line_starts_a_line_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = guard(dir.path());
+        let log = g.root().join("log.jsonl");
+        for (before, want) in [
+            ("", "{\"b\":2}\n"),
+            ("{\"a\":1}\n", "{\"a\":1}\n{\"b\":2}\n"),
+            ("{\"a\":1}\n{\"to", "{\"a\":1}\n{\"to\n{\"b\":2}\n"),
+            ("{\"to", "{\"to\n{\"b\":2}\n"),
+        ] {
+            fs::write(&log, before).unwrap();
+            g.append(&log, b"{\"b\":2}\n").unwrap();
+            assert_eq!(fs::read_to_string(&log).unwrap(), want, "{before:?}");
+        }
+    }
 
     fn guard(dir: &Path) -> WriteGuard {
         WriteGuard::new(dir).unwrap()

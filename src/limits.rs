@@ -34,6 +34,12 @@ pub const SESSION_RECOVERY_BYTES: u64 = 2 * SESSION.bytes;
 /// [`SESSION`] refuses it.
 pub const SESSION_WARN_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The most characters one text the user gives may hold: a task description, objective, next
+/// action, list item (`update`, `init`, the MCP `update` tool) or checkpoint message. A longer
+/// one is refused, naming this limit, and nothing changes: every item is shown in every
+/// export, so one pasted log would crowd the whole session out of what an agent reads.
+pub const ITEM_CHARS: usize = 10_000;
+
 /// An agent's context file (`CLAUDE.md`, `AGENTS.md`, …): 16 MiB.
 pub const CONTEXT_FILE: Limit = Limit {
     bytes: 16 * 1024 * 1024,

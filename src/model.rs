@@ -20,9 +20,10 @@ pub type Extra = serde_json::Map<String, Value>;
 /// One task's portable record. Shape: the original PAS-Agent's plus `runs` (docs/format.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
-    /// Missing, or not an unsigned integer, counts as 1 (as in the original); values too large
-    /// for `u32` saturate.
-    #[serde(default = "one", deserialize_with = "lenient_version")]
+    /// Missing counts as 1 (a file of the original PAS-Agent 0.1.0). When present it must be
+    /// written as a whole number (`1`, not `1.0`, `1e0` or `"1"`); values too large for `u32`
+    /// saturate, and `session::codec` refuses every version but [`SCHEMA_VERSION`].
+    #[serde(default = "one", deserialize_with = "exact_version")]
     pub schema_version: u32,
     /// UUID v4 naming this session.
     pub id: Uuid,
@@ -71,17 +72,24 @@ fn one() -> u32 {
     1
 }
 
-fn lenient_version<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    Ok(version_of(&Value::deserialize(d)?))
-}
-
-/// The schema version a JSON value declares, by the original's rule: a missing or
-/// non-integer value counts as 1; larger than `u32::MAX` saturates.
-pub fn version_of(value: &Value) -> u32 {
-    match value.as_u64() {
-        Some(v) => u32::try_from(v).unwrap_or(u32::MAX),
-        None => 1,
+/// Reads `schema_version` by the one rule every number of the file follows: exactly the
+/// integer its spelling says. `2.0`, `1e3`, `-1`, `"1"` and `null` are errors (the file is
+/// refused and left alone), so a newer or foreign file is never read as version 1.
+fn exact_version<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    struct Exact;
+    impl serde::de::Visitor<'_> for Exact {
+        type Value = u32;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(
+                f,
+                "a whole number written without a fraction or exponent (this version reads {SCHEMA_VERSION})"
+            )
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u32, E> {
+            Ok(u32::try_from(v).unwrap_or(u32::MAX))
+        }
     }
+    d.deserialize_u64(Exact)
 }
 
 /// What the task is and where it stands. Every field defaults, so any subset loads.
@@ -662,10 +670,20 @@ mod tests {
     }
 
     #[test]
-    fn version_rule_matches_the_original() {
-        assert_eq!(version_of(&Value::Null), 1);
-        assert_eq!(version_of(&serde_json::json!("2")), 1);
-        assert_eq!(version_of(&serde_json::json!(2)), 2);
-        assert_eq!(version_of(&serde_json::json!(u64::MAX)), u32::MAX);
+    fn version_is_read_exactly() {
+        #[derive(Deserialize)]
+        struct V {
+            #[serde(deserialize_with = "exact_version")]
+            v: u32,
+        }
+        let read = |t: &str| serde_json::from_str::<V>(&format!("{{\"v\":{t}}}")).map(|v| v.v);
+        assert_eq!(read("1").unwrap(), 1);
+        assert_eq!(read("2").unwrap(), 2);
+        assert_eq!(read("18446744073709551615").unwrap(), u32::MAX);
+        for bad in [
+            "1.0", "2.0", "1e3", "1E0", "-1", "-0", "1.5", "\"1\"", "null", "true", "[1]",
+        ] {
+            assert!(read(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -69,12 +69,81 @@ pub fn clean_output(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// Writes `text`, cleaned, to stderr. Errors writing stderr are ignored: there is nowhere
-/// left to report them.
+/// Whether the locale's character set is UTF-8: the first of `LC_ALL`, `LC_CTYPE` and `LANG`
+/// that is set and not empty names it (`en_US.UTF-8`, `C.utf8`, macOS's bare `UTF-8`); none
+/// set means the C locale, which is ASCII. Read once per process. Always true on Windows,
+/// whose consoles pas-agent writes UTF-8 to.
+pub fn utf8_locale() -> bool {
+    static UTF8: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *UTF8.get_or_init(|| {
+        if cfg!(windows) {
+            return true;
+        }
+        let name = ["LC_ALL", "LC_CTYPE", "LANG"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        name.contains("utf-8") || name.contains("utf8")
+    })
+}
+
+/// `text` in ASCII, for a locale whose character set is not UTF-8: pas-agent's own marks become
+/// their ASCII forms (`·` `|`, `…` `...`, `—` `--`, `→` `->`, `⚠` `!`, `✓` `ok`, box lines `-`,
+/// curly quotes straight), and any other character outside ASCII (in session text, a file name)
+/// becomes `?`, as the terminal could not show it. Unchanged text is borrowed.
+pub fn ascii(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            c if c.is_ascii() => out.push(c),
+            '\u{b7}' | '\u{2022}' => out.push('|'),
+            '\u{2026}' => out.push_str("..."),
+            '\u{2014}' => out.push_str("--"),
+            '\u{2013}' | '\u{2010}' | '\u{2011}' | '\u{2212}' => out.push('-'),
+            '\u{2500}'..='\u{257f}' => out.push('-'),
+            '\u{2192}' => out.push_str("->"),
+            '\u{2190}' => out.push_str("<-"),
+            '\u{26a0}' => out.push('!'),
+            '\u{2713}' | '\u{2714}' => out.push_str("ok"),
+            '\u{2717}' | '\u{2718}' | '\u{d7}' => out.push('x'),
+            '\u{2018}' | '\u{2019}' => out.push('\''),
+            '\u{201c}' | '\u{201d}' => out.push('"'),
+            '\u{2264}' => out.push_str("<="),
+            '\u{2265}' => out.push_str(">="),
+            '\u{a0}' | '\u{2009}' | '\u{202f}' => out.push(' '),
+            _ => out.push('?'),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `text` as the terminal's locale can show it: as it is under UTF-8, else [`ascii`].
+pub fn for_locale(text: &str) -> Cow<'_, str> {
+    if utf8_locale() {
+        Cow::Borrowed(text)
+    } else {
+        ascii(text)
+    }
+}
+
+/// [`clean_output`], then [`for_locale`]: what every message for people goes through.
+fn for_people(text: &str) -> Cow<'_, str> {
+    match clean_output(text) {
+        Cow::Borrowed(t) => for_locale(t),
+        Cow::Owned(t) => Cow::Owned(for_locale(&t).into_owned()),
+    }
+}
+
+/// Writes `text`, cleaned and in the locale's character set ([`for_locale`]), to stderr.
+/// Errors writing stderr are ignored: there is nowhere left to report them.
 fn to_stderr(text: &str) {
     let _ = std::io::stderr()
         .lock()
-        .write_all(clean_output(text).as_bytes());
+        .write_all(for_people(text).as_bytes());
 }
 
 /// Prints `warning: <message>` on stderr, cleaned.
@@ -92,9 +161,17 @@ pub fn error(message: &str) {
     to_stderr(&format!("error: {message}\n"));
 }
 
-/// Writes `text` to stdout, cleaned by [`clean_output`]. A closed pipe
-/// (`pas-agent list | head -1`) becomes [`Error::BrokenPipe`], which exits quietly.
+/// Writes `text` to stdout, cleaned by [`clean_output`] and in the locale's character set
+/// ([`for_locale`]). A closed pipe (`pas-agent list | head -1`) becomes [`Error::BrokenPipe`],
+/// which exits quietly.
 pub fn print(text: &str) -> Result<()> {
+    write_stdout(&for_people(text))
+}
+
+/// [`print`] for text that other programs read back byte for byte (a shell script, a
+/// completion list, the exported block, a registration snippet, paths): cleaned, never
+/// changed for the locale.
+pub fn print_data(text: &str) -> Result<()> {
     write_stdout(&clean_output(text))
 }
 
@@ -131,9 +208,17 @@ impl serde_json::ser::Formatter for JsonFormatter {
         fragment: &str,
     ) -> std::io::Result<()> {
         let mut rest = fragment;
-        while let Some((i, c)) = rest.char_indices().find(|&(_, c)| is_unsafe(c)) {
+        // Outside a UTF-8 locale the document is ASCII: every other character escaped too.
+        let ascii = !utf8_locale();
+        while let Some((i, c)) = rest
+            .char_indices()
+            .find(|&(_, c)| is_unsafe(c) || (ascii && !c.is_ascii()))
+        {
             w.write_all(&rest.as_bytes()[..i])?;
-            write!(w, "\\u{:04x}", c as u32)?;
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                write!(w, "\\u{unit:04x}")?;
+            }
             rest = &rest[i + c.len_utf8()..];
         }
         w.write_all(rest.as_bytes())
@@ -287,7 +372,7 @@ impl Out {
 
     /// Writes the text to stdout, like [`print`].
     pub fn print(&self) -> Result<()> {
-        write_stdout(&self.text)
+        write_stdout(&for_locale(&self.text))
     }
 }
 
@@ -347,6 +432,20 @@ pub fn prompt_line(question: &str, missing: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ascii_keeps_the_meaning_of_pas_agents_marks() {
+        assert_eq!(
+            ascii("Task 1/2 · stale · codex running"),
+            "Task 1/2 | stale | codex running"
+        );
+        assert_eq!(ascii("⚠ HEAD a → b — moved…"), "! HEAD a -> b -- moved...");
+        assert_eq!(ascii("café ✓ 日本"), "caf? ok ??");
+        assert!(matches!(ascii("plain"), Cow::Borrowed(_)));
+        proptest::proptest!(|(text in "\\PC{0,40}")| {
+            proptest::prop_assert!(ascii(&text).is_ascii());
+        });
+    }
 
     #[test]
     fn control_characters_never_survive() {

@@ -50,8 +50,8 @@ use super::args::ArgShape;
 use super::hooks::{Event, Format, Hooks, Unit};
 use super::mcp::{Mcp, OneRun, Place, Registration, Shape};
 use super::store::{
-    Candidate, Conversation, HEAD_BYTES, Home, MAX_LINE, Query, Store, VarIs, dashed, files, head,
-    modified, same_dir, subdirs,
+    Candidate, Conversation, HEAD_BYTES, Home, MAX_LINE, Query, Resumable, Store, VarIs, copy_new,
+    dashed, files, head, modified, same_dir, subdirs,
 };
 use super::words::{Collector, json_lines, read_file, text_of, time_of};
 use super::{Agent, BASE, IdShape, Private, RESUME_FLAG, SessionId, Stop, StopSignal, Straight};
@@ -260,6 +260,13 @@ impl Store for Projects {
         Some(self.dir().is_some_and(|d| has(&d, id)))
     }
 
+    fn resumable(&self, id: &str, cwd: &Path) -> Resumable {
+        match self.dir() {
+            Some(projects) => resumable(&projects, id, cwd),
+            None => Resumable::Here,
+        }
+    }
+
     fn conversations(&self, dir: &Path, _program: Option<&Path>) -> Vec<Conversation> {
         self.dir()
             .map(|d| conversations(&d, dir))
@@ -279,6 +286,73 @@ impl Store for Projects {
     ) -> Transcript {
         read(id, since, hint)
     }
+}
+
+/// Past this many characters a project key is cut and a hash of the whole path added.
+const KEY_CHARS: usize = 200;
+
+/// The key of `cwd` in the `projects` store: the path with every character that is not an
+/// ASCII letter or digit as `-`; one longer than [`KEY_CHARS`] is cut there and followed by
+/// `-` and the absolute value of the path's 32-bit Java-style string hash (over its UTF-16
+/// units) in base 36 (checked: the 2.1.197 binary's project directory function).
+pub(crate) fn project_key(cwd: &Path) -> String {
+    let key = super::store::dashed(cwd);
+    if key.len() <= KEY_CHARS {
+        return key;
+    }
+    let hash = cwd.to_string_lossy().encode_utf16().fold(0i32, |h, u| {
+        h.wrapping_shl(5).wrapping_sub(h).wrapping_add(i32::from(u))
+    });
+    let mut n = i64::from(hash).unsigned_abs();
+    let mut digits = Vec::new();
+    loop {
+        digits.push(std::char::from_digit((n % 36) as u32, 36).unwrap_or('0'));
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    let base36: String = digits.into_iter().rev().collect();
+    format!("{}-{base36}", &key[..KEY_CHARS])
+}
+
+/// Claude Code resumes a session from the project directory of the directory it starts in
+/// (`No conversation found with session ID` otherwise): a transcript kept under another
+/// directory's key is copied there, with its directory of subagent transcripts and tool
+/// results.
+fn resumable(projects: &Path, id: &str, cwd: &Path) -> Resumable {
+    if id.contains(['/', '\\']) || id.starts_with('.') || id.is_empty() {
+        return Resumable::Missing(format!("`{id}` is not a Claude Code session id"));
+    }
+    let name = format!("{id}.jsonl");
+    let here = projects.join(project_key(cwd));
+    if here.join(&name).is_file() {
+        return Resumable::Here;
+    }
+    let Some(from) = subdirs(projects)
+        .map(|d| d.join(&name))
+        .find(|p| p.is_file())
+    else {
+        return Resumable::Missing(format!(
+            "Claude Code keeps no transcript of session {id} (looked in {})",
+            projects.display()
+        ));
+    };
+    let to = here.join(&name);
+    let copied = std::fs::create_dir_all(&here).and_then(|()| copy_new(&from, &to));
+    if let Err(e) = copied {
+        return Resumable::Missing(format!(
+            "its transcript {} could not be copied to {}, where Claude Code started here looks: {e}",
+            from.display(),
+            here.display()
+        ));
+    }
+    if let Some(dir) = from.parent().map(|p| p.join(id))
+        && dir.is_dir()
+    {
+        let _ = copy_new(&dir, &here.join(id));
+    }
+    Resumable::Copied { from, to }
 }
 
 /// Whether `projects/<any>/<id>.jsonl` exists.
@@ -610,6 +684,69 @@ mod tests {
     fn ids(mut found: Vec<Candidate>) -> Vec<String> {
         found.sort_by_key(|c| std::cmp::Reverse(c.at));
         found.into_iter().map(|c| c.id).collect()
+    }
+
+    #[test]
+    fn project_keys_follow_claude_codes_rule() {
+        assert_eq!(project_key(Path::new("/home/u/my.app")), "-home-u-my-app");
+        assert_eq!(project_key(Path::new("/tmp/é😀")), "-tmp----");
+        // Long paths: cut at 200, then the path's hash in base 36 (values from the rule as the
+        // 2.1.197 binary computes it: `(h << 5) - h + unit | 0` over UTF-16 units).
+        let long = format!("/{}", "a".repeat(250));
+        let key = project_key(Path::new(&long));
+        assert!(key.starts_with(&format!("-{}", "a".repeat(199))), "{key}");
+        let hash = long
+            .encode_utf16()
+            .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(i32::from(u)));
+        let tail = &key[201..];
+        assert_eq!(
+            i64::from_str_radix(tail, 36).unwrap(),
+            i64::from(hash).abs()
+        );
+    }
+
+    #[test]
+    fn a_transcript_kept_under_another_directory_is_copied_where_claude_looks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let projects = tmp.path().join("projects");
+        let old = Path::new("/old/place/repo");
+        let new = Path::new("/new/place/repo");
+        let id = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b";
+        write(
+            &projects.join(project_key(old)).join(format!("{id}.jsonl")),
+            "{}\n",
+        );
+        write(
+            &projects
+                .join(project_key(old))
+                .join(id)
+                .join("subagents/a.jsonl"),
+            "{}\n",
+        );
+        assert_eq!(resumable(&projects, id, old), Resumable::Here);
+        let Resumable::Copied { to, .. } = resumable(&projects, id, new) else {
+            panic!("not copied");
+        };
+        assert_eq!(
+            to,
+            projects.join(project_key(new)).join(format!("{id}.jsonl"))
+        );
+        assert!(
+            projects
+                .join(project_key(new))
+                .join(id)
+                .join("subagents/a.jsonl")
+                .is_file()
+        );
+        assert_eq!(resumable(&projects, id, new), Resumable::Here);
+        assert!(matches!(
+            resumable(&projects, "0000", new),
+            Resumable::Missing(_)
+        ));
+        assert!(matches!(
+            resumable(&projects, "../x", new),
+            Resumable::Missing(_)
+        ));
     }
 
     #[test]

@@ -119,6 +119,9 @@ pub const AGENT: Agent = Agent {
 /// The `sessions` store.
 struct Sessions;
 
+// `Store::resumable` keeps its default (found as it is): droid keeps sessions per directory,
+// but whether `droid --resume <id>` finds one kept under another directory's key is not
+// checked (docs/launcher.md, "Resume follows the project").
 impl Store for Sessions {
     fn dir(&self) -> Option<PathBuf> {
         Some(HOME.path()?.join("sessions"))

@@ -46,8 +46,8 @@ use super::args::ArgShape;
 use super::hooks::{Event, Format, Hooks, Unit};
 use super::mcp::{Mcp, Place, Registration, Shape};
 use super::store::{
-    Candidate, Conversation, Home, Query, Store, VarIs, files, first_line, modified, same_dir,
-    subdirs, whole_json,
+    Candidate, Conversation, Home, Query, Resumable, Store, VarIs, copy_new, files, first_line,
+    modified, same_dir, subdirs, whole_json,
 };
 use super::words::{Collector, read_file, text_of, time_of, together};
 use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
@@ -188,6 +188,13 @@ impl Store for Chats {
         HOME.path().map(|d| sessions(&d, q)).unwrap_or_default()
     }
 
+    fn resumable(&self, id: &str, cwd: &Path) -> Resumable {
+        match HOME.path() {
+            Some(root) => resumable(&root, id, cwd),
+            None => Resumable::Here,
+        }
+    }
+
     /// The sessions of `dir` and the first prompt of each, read from all of its chat files (a
     /// resume can leave a file holding only the header: the prompts are in the other).
     fn conversations(&self, dir: &Path, _program: Option<&Path>) -> Vec<Conversation> {
@@ -303,6 +310,137 @@ fn sessions(root: &Path, q: &Query<'_>) -> Vec<Candidate> {
     out
 }
 
+/// The project directories (`tmp/<slug>`) of `cwd`: the one `projects.json` maps it to, and
+/// every one whose `.project_root` names it.
+fn project_dirs(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    let tmp = root.join("tmp");
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Ok(text) = std::fs::read_to_string(root.join("projects.json"))
+        && let Ok(v) = serde_json::from_str::<Value>(&text)
+        && let Some(map) = v["projects"].as_object()
+    {
+        for (dir, short) in map {
+            if same_dir(dir, cwd)
+                && let Some(short) = short.as_str()
+            {
+                dirs.push(tmp.join(short));
+            }
+        }
+    }
+    for dir in subdirs(&tmp) {
+        if let Ok(r) = std::fs::read_to_string(dir.join(".project_root"))
+            && same_dir(r.trim(), cwd)
+            && !dirs.contains(&dir)
+        {
+            dirs.push(dir);
+        }
+    }
+    dirs
+}
+
+/// Gemini CLI resumes a session from the chats of the project it starts in (the slug
+/// `projects.json` maps the directory to, or, for a directory it does not list, the project
+/// directory whose `.project_root` names it: `ProjectRegistry.findExistingSlugForPath`;
+/// checked: gemini 0.61.0 `packages/core/src/config/projectRegistry.ts` in its bundle). A
+/// session kept under another project is copied into this one's `chats/`; a directory Gemini
+/// has no project for gets one, a new slug (its base name made lower-case, `a-z0-9-`, with a
+/// number when taken, as Gemini names them) holding `.project_root` and the copies, which
+/// Gemini then adopts. `projects.json` itself is never written.
+fn resumable(root: &Path, id: &str, cwd: &Path) -> Resumable {
+    let Some(files) = store_files_in(root, id).filter(|f| !f.is_empty()) else {
+        return Resumable::Missing(format!(
+            "Gemini CLI keeps no chat of session {id} (looked in {})",
+            root.join("tmp").display()
+        ));
+    };
+    let mine = project_dirs(root, cwd);
+    if files.iter().any(|f| mine.iter().any(|d| f.starts_with(d))) {
+        return Resumable::Here;
+    }
+    let dir = match mine.into_iter().next() {
+        Some(dir) => dir,
+        None => match new_project(root, cwd) {
+            Ok(dir) => dir,
+            Err(e) => {
+                return Resumable::Missing(format!(
+                    "no Gemini CLI project could be made for {}: {e}",
+                    cwd.display()
+                ));
+            }
+        },
+    };
+    let chats = dir.join("chats");
+    let copied = std::fs::create_dir_all(&chats).and_then(|()| {
+        for f in &files {
+            copy_new(f, &chats.join(f.file_name().unwrap_or_default()))?;
+        }
+        Ok(())
+    });
+    match copied {
+        Ok(()) => Resumable::Copied {
+            from: files[0].parent().map(Path::to_path_buf).unwrap_or_default(),
+            to: chats,
+        },
+        Err(e) => Resumable::Missing(format!(
+            "its chat could not be copied to {}: {e}",
+            chats.display()
+        )),
+    }
+}
+
+/// A new project directory `tmp/<slug>` for `cwd`, with its `.project_root`.
+fn new_project(root: &Path, cwd: &Path) -> std::io::Result<PathBuf> {
+    let base = cwd
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let mut slug: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while slug.contains("--") {
+        slug = slug.replace("--", "-");
+    }
+    let slug = slug.trim_matches('-');
+    let slug = if slug.is_empty() { "project" } else { slug };
+    let taken: Vec<String> = std::fs::read_to_string(root.join("projects.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v["projects"].as_object().cloned())
+        .map(|m| {
+            m.values()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    for n in 0..1000 {
+        let candidate = if n == 0 {
+            slug.to_string()
+        } else {
+            format!("{slug}-{n}")
+        };
+        if taken.contains(&candidate) || root.join("history").join(&candidate).exists() {
+            continue;
+        }
+        let dir = root.join("tmp").join(&candidate);
+        match std::fs::create_dir_all(root.join("tmp")).and_then(|()| std::fs::create_dir(&dir)) {
+            Ok(()) => {
+                std::fs::write(dir.join(".project_root"), cwd.to_string_lossy().as_bytes())?;
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("every name for it is taken"))
+}
+
 /// The chat file of session `id`: `hint` when it is a file, else the store's
 /// `tmp/*/chats/session-*-<id[..8]>.jsonl` (or `.json`) whose `sessionId` is `id`.
 fn read(id: &str, since: DateTime<Utc>, hint: Option<&Path>) -> Transcript {
@@ -356,11 +494,16 @@ fn find(id: &str, hint: Option<&Path>) -> Vec<PathBuf> {
 }
 
 fn store_files(id: &str) -> Option<Vec<PathBuf>> {
+    store_files_in(&HOME.path()?, id)
+}
+
+/// The chat files of session `id` under `root` (`~/.gemini`), oldest name first.
+fn store_files_in(root: &Path, id: &str) -> Option<Vec<PathBuf>> {
     let short: String = id.chars().take(8).collect();
     if short.is_empty() || !short.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         return None;
     }
-    let tmp = HOME.path()?.join("tmp");
+    let tmp = root.join("tmp");
     let mut found: Vec<PathBuf> = Vec::new();
     for project in std::fs::read_dir(tmp).ok()?.flatten() {
         for chat in std::fs::read_dir(project.path().join("chats"))
@@ -590,6 +733,41 @@ mod tests {
     fn ids(mut found: Vec<Candidate>) -> Vec<String> {
         found.sort_by_key(|c| std::cmp::Reverse(c.at));
         found.into_iter().map(|c| c.id).collect()
+    }
+
+    #[test]
+    fn a_chat_kept_under_another_project_is_copied_where_gemini_looks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join(".gemini");
+        let old = tmp.path().join("old/Work.Dir");
+        let new = tmp.path().join("new/Work.Dir");
+        let id = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b";
+        write(
+            &root.join("projects.json"),
+            &format!("{{\"projects\":{{\"{}\":\"work-dir\"}}}}", old.display()),
+        );
+        let name = "session-2026-01-01T00-00-3f2a1b4c.jsonl";
+        write(
+            &root.join("tmp/work-dir/chats").join(name),
+            &format!("{{\"sessionId\":\"{id}\",\"kind\":\"main\"}}\n"),
+        );
+        assert_eq!(resumable(&root, id, &old), Resumable::Here);
+        // A directory Gemini has no project for gets one, named as Gemini names them (the
+        // base name's slug is taken by the old place, so a number follows).
+        let Resumable::Copied { to, .. } = resumable(&root, id, &new) else {
+            panic!("not copied");
+        };
+        assert_eq!(to, root.join("tmp/work-dir-1/chats"));
+        assert!(to.join(name).is_file());
+        assert_eq!(
+            std::fs::read_to_string(root.join("tmp/work-dir-1/.project_root")).unwrap(),
+            new.display().to_string()
+        );
+        assert_eq!(resumable(&root, id, &new), Resumable::Here);
+        assert!(matches!(
+            resumable(&root, "00000000-0000-4000-8000-000000000000", &new),
+            Resumable::Missing(_)
+        ));
     }
 
     #[test]

@@ -37,7 +37,10 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::hooks::{ContextOutput, Event, Format, Hooks, Unit};
-use super::store::{Candidate, Home, Query, Store, VarIs, env_dir, files, first_line, same_dir};
+use super::store::{
+    Candidate, Home, Query, Resumable, Store, VarIs, copy_rehomed, env_dir, files, first_line,
+    same_dir, subdirs,
+};
 use super::words::{Collector, exit_code_after, read_file, time_of};
 use super::{Agent, BASE, IdShape, Resume, SessionId, Straight};
 use crate::model::Transcript;
@@ -187,6 +190,22 @@ impl Store for Sessions {
         self.of(q.cwd).map(|d| sessions(&d, q)).unwrap_or_default()
     }
 
+    /// pi opens `--session <id>` directly only from this directory's key; one found under
+    /// another key makes it ask on the terminal whether to fork it (`resolveSessionPath` in
+    /// dist/main.js; checked: pi 0.73.1), and it takes the session's directory from the file's
+    /// header. A session kept under another key is copied here with this directory in its
+    /// header. With `$PI_CODING_AGENT_SESSION_DIR` (one directory for all) it is found as it is.
+    fn resumable(&self, id: &str, cwd: &Path) -> Resumable {
+        if env_dir("PI_CODING_AGENT_SESSION_DIR").is_some() {
+            return Resumable::Here;
+        }
+        let real = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        match (self.dir(), self.of(&real)) {
+            (Some(root), Some(here)) => resumable(&root, &here, id, &real),
+            _ => Resumable::Here,
+        }
+    }
+
     fn transcript(
         &self,
         id: &str,
@@ -210,6 +229,30 @@ impl Store for Sessions {
             Ok(text) => parse(&text, since).finish(&path),
             Err(why) => Transcript::missing(why),
         }
+    }
+}
+
+/// [`Store::resumable`] for the store at `root`: the session `id` in `here` (the directory of
+/// `cwd`'s sessions), else one in another directory of `root` copied there with `cwd` in its
+/// header.
+fn resumable(root: &Path, here: &Path, id: &str, cwd: &Path) -> Resumable {
+    if find(here, id).is_some() {
+        return Resumable::Here;
+    }
+    let Some(from) = subdirs(root).find_map(|d| find(&d, id)) else {
+        return Resumable::Missing(format!(
+            "pi keeps no session {id} (looked in {})",
+            root.display()
+        ));
+    };
+    let to = here.join(from.file_name().unwrap_or_default());
+    match std::fs::create_dir_all(here).and_then(|()| copy_rehomed(&from, &to, cwd)) {
+        Ok(()) => Resumable::Copied { from, to },
+        Err(e) => Resumable::Missing(format!(
+            "its file {} could not be copied to {}, where pi started here looks: {e}",
+            from.display(),
+            here.display()
+        )),
     }
 }
 
@@ -353,6 +396,39 @@ pub(crate) fn parse(text_: &str, since: DateTime<Utc>) -> Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_kept_under_another_directory_is_copied_here_with_this_cwd() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("sessions");
+        let id = "01a23211-19b1-73b9-9db9-703f23332ed7";
+        let text = include_str!("../../tests/fixtures/agents/pi/resumed.jsonl");
+        let name = format!("2026-12-01T14-45-11-218Z_{id}.jsonl");
+        let kept = root.join("--old-proj--");
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::write(kept.join(&name), text).unwrap();
+        let here = root.join("--new-proj--");
+        let cwd = Path::new("/new/proj");
+        let Resumable::Copied { from, to } = resumable(&root, &here, id, cwd) else {
+            panic!("not copied");
+        };
+        assert_eq!((from, to.clone()), (kept.join(&name), here.join(&name)));
+        let copied = std::fs::read_to_string(&to).unwrap();
+        let head: Value = serde_json::from_str(copied.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            (head["cwd"].as_str(), head["id"].as_str()),
+            (Some("/new/proj"), Some(id))
+        );
+        assert_eq!(
+            copied.split_once('\n').unwrap().1,
+            text.split_once('\n').unwrap().1
+        );
+        assert_eq!(resumable(&root, &here, id, cwd), Resumable::Here);
+        assert!(matches!(
+            resumable(&root, &here, "01a23211-0000-73b9-9db9-703f23332ed7", cwd),
+            Resumable::Missing(_)
+        ));
+    }
 
     fn since(t: &str) -> DateTime<Utc> {
         t.parse().unwrap()

@@ -39,7 +39,10 @@ use chrono::{DateTime, Utc};
 
 use super::hooks::{ContextOutput, Event, Format, Hooks, Unit};
 use super::mcp::{Mcp, OneRun, Place, Registration, Shape};
-use super::store::{Candidate, Home, Query, Store, VarIs, dashed, env_dir, files, first_line};
+use super::store::{
+    Candidate, Home, Query, Resumable, Store, VarIs, copy_rehomed, dashed, env_dir, files,
+    first_line, subdirs,
+};
 use super::words::{Collector, exit_code_after, json_lines, read_file, time_of};
 use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
 use crate::model::Transcript;
@@ -155,6 +158,16 @@ impl Store for Chats {
         Some(self.chats(cwd).and_then(|d| chat_of(&d, id)).is_some())
     }
 
+    /// Qwen Code resumes only a chat kept under this directory's key whose first record names
+    /// this directory (`SessionService.loadSession` compares the hash of its `cwd`; checked:
+    /// qwen 0.15.10 bundle): one kept under another key is copied here with that `cwd`.
+    fn resumable(&self, id: &str, cwd: &Path) -> Resumable {
+        match self.projects() {
+            Some(projects) => resumable(&projects, id, cwd),
+            None => Resumable::Here,
+        }
+    }
+
     fn transcript(
         &self,
         id: &str,
@@ -178,6 +191,33 @@ impl Store for Chats {
             Ok(text) => parse(&text, since).finish(&path),
             Err(why) => Transcript::missing(why),
         }
+    }
+}
+
+/// [`Store::resumable`] for the store at `projects`: the chat of `id` under `cwd`'s key (the
+/// directory as the agent sees it: its real path), else one under another key copied there.
+fn resumable(projects: &Path, id: &str, cwd: &Path) -> Resumable {
+    let real = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let here = projects.join(dashed(&real)).join("chats");
+    if chat_of(&here, id).is_some()
+        || chat_of(&projects.join(dashed(cwd)).join("chats"), id).is_some()
+    {
+        return Resumable::Here;
+    }
+    let Some(from) = subdirs(projects).find_map(|d| chat_of(&d.join("chats"), id)) else {
+        return Resumable::Missing(format!(
+            "Qwen Code keeps no chat of session {id} (looked in {})",
+            projects.display()
+        ));
+    };
+    let to = here.join(format!("{id}.jsonl"));
+    match std::fs::create_dir_all(&here).and_then(|()| copy_rehomed(&from, &to, &real)) {
+        Ok(()) => Resumable::Copied { from, to },
+        Err(e) => Resumable::Missing(format!(
+            "its chat {} could not be copied to {}, where Qwen Code started here looks: {e}",
+            from.display(),
+            here.display()
+        )),
     }
 }
 
@@ -300,6 +340,53 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chat_kept_under_another_directory_is_copied_here_with_this_cwd() {
+        let tmp = tempfile::tempdir().unwrap();
+        let projects = tmp.path().join("projects");
+        let old = tmp.path().join("old/proj");
+        let new = tmp.path().join("new/proj");
+        std::fs::create_dir_all(&new).unwrap();
+        let new = std::fs::canonicalize(&new).unwrap();
+        let id = "11111111-2222-4333-8444-555555555555";
+        let text = include_str!("../../tests/fixtures/agents/qwen/resumed.jsonl");
+        let kept = projects.join(dashed(&old)).join("chats");
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::write(kept.join(format!("{id}.jsonl")), text).unwrap();
+        let Resumable::Copied { from, to } = resumable(&projects, id, &new) else {
+            panic!("not copied");
+        };
+        assert_eq!(from, kept.join(format!("{id}.jsonl")));
+        assert_eq!(
+            to,
+            projects
+                .join(dashed(&new))
+                .join("chats")
+                .join(format!("{id}.jsonl"))
+        );
+        // The first record names the new directory (Qwen Code checks it); the rest is as it was.
+        let copied = std::fs::read_to_string(&to).unwrap();
+        let first: serde_json::Value =
+            serde_json::from_str(copied.lines().next().unwrap()).unwrap();
+        assert_eq!(first["cwd"], new.to_string_lossy().as_ref());
+        assert_eq!(first["sessionId"], id);
+        assert_eq!(
+            copied.split_once('\n').unwrap().1,
+            text.split_once('\n').unwrap().1
+        );
+        // The original is untouched, and found here now.
+        assert_eq!(std::fs::read_to_string(&from).unwrap(), text);
+        assert_eq!(resumable(&projects, id, &new), Resumable::Here);
+        assert!(matches!(
+            resumable(&projects, "00000000-0000-4000-8000-000000000000", &new),
+            Resumable::Missing(_)
+        ));
+        assert!(matches!(
+            resumable(&projects, "../x", &new),
+            Resumable::Missing(_)
+        ));
+    }
 
     fn since(t: &str) -> DateTime<Utc> {
         t.parse().unwrap()

@@ -53,6 +53,16 @@ pub trait Store: Sync {
         None
     }
 
+    /// Makes session `id` findable by the agent started in `cwd`, before a resume: a store
+    /// keyed by the directory (Claude Code's `projects/<dashed cwd>/`, Gemini CLI's project
+    /// slugs) holds a conversation started elsewhere — a checkout that moved, a devcontainer's
+    /// bind mount — under another key, where the agent, started here, would not find it and
+    /// would refuse the id. The default, for stores not keyed by directory: [`Resumable::Here`].
+    fn resumable(&self, id: &str, cwd: &Path) -> Resumable {
+        let _ = (id, cwd);
+        Resumable::Here
+    }
+
     /// What was said in session `id`, run in `cwd`, after `since`. `hint` is a path to the
     /// session's file that the agent itself gave (a hook payload's `transcript_path`); it is
     /// tried first, and the store is searched when it is absent or not that session's.
@@ -128,6 +138,24 @@ impl std::fmt::Debug for dyn Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Store")
     }
+}
+
+/// Whether the agent, started in a directory, finds a session to resume ([`Store::resumable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resumable {
+    /// It finds it there as it is (or the store cannot tell otherwise).
+    Here,
+    /// It was kept under another directory's key, `from`, and is now also at `to`, where the
+    /// agent started here looks (a copy: the original stays as it was).
+    Copied {
+        /// Where the session was (its file or directory).
+        from: PathBuf,
+        /// Where it now also is.
+        to: PathBuf,
+    },
+    /// The agent would refuse the id: the session is not in its store, or cannot be made
+    /// findable from here (why, in words).
+    Missing(String),
 }
 
 /// Which sessions [`Store::sessions`] is asked for.
@@ -279,19 +307,90 @@ pub fn whole_json(path: &Path) -> Option<Value> {
 }
 
 /// Whether the directory an agent recorded, `a`, is `b` (as written, or once both are made
-/// canonical).
+/// canonical; two directories that do not exist are not the same one).
 pub fn same_dir(a: &str, b: &Path) -> bool {
     let a = Path::new(a);
-    a == b || a.canonicalize().ok().as_deref() == b.canonicalize().ok().as_deref()
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
 /// `cwd` with every character that is not an ASCII letter or digit as `-`: the project key of
-/// Claude Code's and Qwen Code's stores (`/home/u/my.app` → `-home-u-my-app`).
+/// Claude Code's and Qwen Code's stores (`/home/u/my.app` → `-home-u-my-app`). They work on
+/// JavaScript strings, so a character outside the Basic Multilingual Plane (two UTF-16 units)
+/// becomes `--`.
 pub fn dashed(cwd: &Path) -> String {
     cwd.to_string_lossy()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .flat_map(|c| {
+            let n = if c.is_ascii_alphanumeric() {
+                1
+            } else {
+                c.len_utf16()
+            };
+            std::iter::repeat_n(if c.is_ascii_alphanumeric() { c } else { '-' }, n)
+        })
         .collect()
+}
+
+/// Copies the file or directory `from` to `to`, which must not exist (a file already there is
+/// never replaced; a directory's entries are copied when missing). Links are not followed:
+/// only regular files and directories are copied.
+///
+/// Errors: the first copy that failed.
+pub fn copy_new(from: &Path, to: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(from)?;
+    if meta.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)?.flatten() {
+            copy_new(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        return Ok(());
+    }
+    if !meta.is_file() || std::fs::symlink_metadata(to).is_ok() {
+        return Ok(());
+    }
+    let mut source = std::fs::File::open(from)?;
+    let mut target = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)?;
+    std::io::copy(&mut source, &mut target)?;
+    target.sync_all()
+}
+
+/// Copies the session file `from` (JSON lines) to `to`, which must not exist, with the `cwd`
+/// field of its first line set to `cwd`: for stores keyed by directory whose agent also checks
+/// that a session's first record names the directory it was started in (Qwen Code compares the
+/// hash of that `cwd` with its project's; pi takes it as the session's directory). The rest of
+/// the file is copied byte for byte; the original is left as it was.
+///
+/// Errors: `from` cannot be read or its first line is no JSON object; `to` exists or cannot be
+/// written.
+pub fn copy_rehomed(from: &Path, to: &Path, cwd: &Path) -> std::io::Result<()> {
+    let bytes = std::fs::read(from)?;
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    let mut head: serde_json::Value = serde_json::from_slice(&bytes[..end])
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let Some(fields) = head.as_object_mut() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "its first line is not a JSON object",
+        ));
+    };
+    fields.insert(
+        "cwd".into(),
+        serde_json::Value::String(cwd.to_string_lossy().into_owned()),
+    );
+    let mut target = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)?;
+    let mut out = serde_json::to_vec(&head).map_err(std::io::Error::other)?;
+    out.extend_from_slice(&bytes[end..]);
+    std::io::Write::write_all(&mut target, &out)?;
+    target.sync_all()
 }
 
 /// Runs `program args…` in `cwd` with no input and at most `timeout`, and returns at most

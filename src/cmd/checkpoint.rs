@@ -54,6 +54,7 @@ pub(crate) fn take(project: &Project, message: &str) -> Result<Taken> {
             "the checkpoint message cannot be empty".into(),
         ));
     }
+    ops::check_text("the checkpoint message", &message)?;
     let seen = seen(project, Detail::Files);
     let tree = seen.tree;
     let now = Utc::now();

@@ -71,7 +71,7 @@ pub fn complete_if_asked() -> bool {
 /// `pas-agent completions <shell>`: the registration script, which calls this binary (by
 /// its absolute path) back for every completion.
 pub fn completions(args: CompletionsArgs) -> Result<i32> {
-    crate::term::print(&script(args.shell)?)?;
+    crate::term::print_data(&script(args.shell)?)?;
     Ok(0)
 }
 
@@ -465,7 +465,7 @@ pub fn man(args: ManArgs) -> Result<i32> {
         )));
     };
     let (_, text) = render(cmd)?;
-    crate::term::print(&text)?;
+    crate::term::print_data(&text)?;
     Ok(0)
 }
 

@@ -43,7 +43,7 @@ pub fn run(args: ExportArgs) -> Result<i32> {
             }
             _ => crate::block::make_block(&content, "\n"),
         };
-        crate::term::print(&text)?;
+        crate::term::print_data(&text)?;
         return Ok(0);
     }
     if args.check || args.remove {

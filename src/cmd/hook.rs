@@ -8,6 +8,6 @@ use crate::hook;
 pub fn run(args: HookArgs) -> Result<i32> {
     let bin = hook::binary_path()?;
     let script = hook::render(args.shell.into(), &bin, &crate::agents::executables())?;
-    crate::term::print(&script)?;
+    crate::term::print_data(&script)?;
     Ok(0)
 }

@@ -47,6 +47,7 @@ pub fn run(args: InitArgs) -> Result<i32> {
     if task.is_empty() {
         return Err(Error::Usage("the task description cannot be empty".into()));
     }
+    ops::check_text("the --task text", &task)?;
     let name = args
         .name
         .map(|n| n.trim().to_string())

@@ -36,6 +36,7 @@ use crate::agents::Agent;
 use crate::cli::McpArgs;
 use crate::error::{Error, Result};
 use crate::git::Detail;
+use crate::model::{ListKind, TaskState};
 use crate::session::Project;
 use crate::session::ops::Update;
 use crate::term::{clean, clean_line};
@@ -68,9 +69,18 @@ pub fn run(args: McpArgs) -> Result<i32> {
                     .join(", ")
             ))
         })?;
-        let snippet = mcp.snippet(None).map_err(Error::Message)?;
+        // `-C DIR` pins the project: the snippet starts `pas-agent -C <root> mcp`, which
+        // serves it wherever the agent starts the server (a user-level registration).
+        let root = match &args.project {
+            Some(_) => {
+                let here = cwd()?;
+                Some(Project::find_opt(&here).map_or(here, |p| p.root))
+            }
+            None => None,
+        };
+        let snippet = mcp.snippet(root.as_deref()).map_err(Error::Message)?;
         crate::term::note(mcp.hint);
-        crate::term::print(&snippet)?;
+        crate::term::print_data(&snippet)?;
         return Ok(0);
     }
     serve()
@@ -84,7 +94,7 @@ fn serve() -> Result<i32> {
         .map_err(|e| Error::Message(format!("cannot start the MCP server: {e}")))?;
     runtime.block_on(async {
         let service = Server::new()
-            .serve(rmcp::transport::stdio())
+            .serve((bounded::Stdin::new(tokio::io::stdin()), tokio::io::stdout()))
             .await
             .map_err(|e| Error::Message(format!("MCP session did not start: {e}")))?;
         service
@@ -195,6 +205,17 @@ impl From<UpdateParams> for Update {
     }
 }
 
+/// `read_session`'s arguments.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadParams {
+    /// Which page to read (1 is the first, and the default). A session too large for one
+    /// answer is split into pages; each answer says how many there are and what it left out.
+    #[schemars(range(min = 1))]
+    #[serde(default)]
+    pub page: Option<usize>,
+}
+
 /// `checkpoint`'s arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -226,11 +247,14 @@ impl Server {
 
     #[tool(
         name = "read_session",
-        description = "Read the pas-agent session of this project: the task, objective, next action, the numbered lists (completed, remaining, blockers, decisions, constraints, discoveries), checkpoints and git state. Use the numbers shown here with update_session's `done` and `resolve`.",
+        description = "Read the pas-agent session of this project: the task, objective, next action, the numbered lists (completed, remaining, blockers, decisions, constraints, discoveries), checkpoints and git state. Use the numbers shown here with update_session's `done` and `resolve`. A large session comes in pages: the answer says which items it left out and which `page` to ask for next.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn read_session(&self) -> Result<CallToolResult, ErrorData> {
-        blocking(read).await
+    async fn read_session(
+        &self,
+        Parameters(params): Parameters<ReadParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        blocking(move || read(params.page.unwrap_or(1))).await
     }
 
     #[tool(
@@ -282,6 +306,37 @@ impl ServerHandler for Server {
         .with_instructions(INSTRUCTIONS)
     }
 
+    /// The stand-in request [`bounded::Stdin`] puts in place of a message over
+    /// [`bounded::MAX_MESSAGE_BYTES`]: answered with an error that carries the message's own id.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        if request.method == bounded::TOO_LARGE_METHOD {
+            let bytes = request
+                .params
+                .as_ref()
+                .and_then(|p| p.get("bytes"))
+                .and_then(Value::as_u64)
+                .unwrap_or_default();
+            return Err(ErrorData::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "the message is {} bytes; pas-agent mcp reads messages of at most {} bytes (16 MiB, docs/mcp.md), so it was not read",
+                    bytes,
+                    bounded::MAX_MESSAGE_BYTES
+                ),
+                Some(json!({"bytes": bytes, "limit": bounded::MAX_MESSAGE_BYTES})),
+            ));
+        }
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -325,7 +380,7 @@ impl ServerHandler for Server {
                 };
                 Err(ErrorData::new(
                     code,
-                    crate::term::clean_output(&e.to_string()).into_owned(),
+                    crate::term::clean_output(&message_of(&e)).into_owned(),
                     Some(json!({"exit_code": e.exit_code()})),
                 ))
             }
@@ -350,10 +405,23 @@ async fn blocking(
 /// A tool error with the CLI's message (as `pas-agent` prints it after `error: `) and its exit
 /// code (docs/commands.md, "Exit codes") in the structured content.
 fn tool_error(e: &Error) -> CallToolResult {
-    let message = crate::term::clean_output(&e.to_string()).into_owned();
+    let message = crate::term::clean_output(&message_of(e)).into_owned();
     let mut result = CallToolResult::error(vec![ContentBlock::text(format!("error: {message}"))]);
     result.structured_content = Some(json!({"error": message, "exit_code": e.exit_code()}));
     result
+}
+
+/// The message of `e` for a client: as the CLI says it, except that a session not found says
+/// where the server looked and how to point it at the project (`-C`): the agent, not the user,
+/// chose the directory it was started in.
+fn message_of(e: &Error) -> String {
+    match e {
+        Error::NoSession { start } => format!(
+            "no pas-agent session found in {} (the directory this MCP server was started in) or any parent directory\n  hint: start the server in the project, as `pas-agent -C /path/to/project mcp` (`pas-agent mcp --config AGENT -C /path/to/project` prints a registration that does it); `pas-agent init` there starts a session if it has none",
+            start.display()
+        ),
+        e => e.to_string(),
+    }
 }
 
 /// What the CLI does before a command that works on a session: close the records of runs
@@ -393,13 +461,104 @@ fn cleaned(value: Value) -> Value {
     }
 }
 
-/// `read_session`: the session as text (as `status` shows the task) and as structured content.
-fn read() -> Result<CallToolResult> {
+/// The most characters of list items one `read_session` answer holds (in its text, and again
+/// in its structured content). With the task, objective and next action (each cut to
+/// [`SHOWN_CHARS`]) and the other lines, an answer stays under about 20,000 characters of
+/// text and as much of structured content: below the 50,000 characters past which Claude Code
+/// puts a tool result in a file instead of the conversation, and below the 10,000 tokens
+/// (of its 25,000-token `MAX_MCP_OUTPUT_TOKENS` limit) past which it warns
+/// (https://code.claude.com/docs/en/mcp, "MCP output limits and warnings").
+pub const PAGE_CHARS: usize = 10_000;
+/// A task, objective, next action or list item longer than this many characters is cut in a
+/// `read_session` answer (the rest is named; `pas-agent status` shows it whole).
+pub const SHOWN_CHARS: usize = 2_000;
+
+/// The lists in the order pages fill up: what is left to do and what stops it first.
+const PAGE_ORDER: [(&str, ListKind); 6] = [
+    ("Remaining", ListKind::Remaining),
+    ("Blockers", ListKind::Blockers),
+    ("Decisions", ListKind::Decisions),
+    ("Constraints", ListKind::Constraints),
+    ("Discoveries", ListKind::Discoveries),
+    ("Completed", ListKind::Completed),
+];
+
+/// `text` cut to [`SHOWN_CHARS`], with how many characters were left out; and whether it was
+/// cut.
+fn shown(text: &str) -> (String, bool) {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => (text.to_string(), false),
+        Some((end, _)) => (
+            format!(
+                "{}… [cut: {} characters in all; `pas-agent status` shows it whole]",
+                &text[..end],
+                crate::display::thousands(text.chars().count())
+            ),
+            true,
+        ),
+    }
+}
+
+/// The task's items split into pages of at most [`PAGE_CHARS`] characters (an item counts
+/// as shown, cut to [`SHOWN_CHARS`]); every page holds at least one item, and an empty task one
+/// empty page. Each page lists `(list, 0-based index)` in [`PAGE_ORDER`].
+fn pages(task: &TaskState) -> Vec<Vec<(ListKind, usize)>> {
+    let mut pages = vec![Vec::new()];
+    let mut used = 0;
+    for (_, kind) in PAGE_ORDER {
+        for (i, item) in task.list(kind).iter().enumerate() {
+            let cost = item.chars().count().min(SHOWN_CHARS + 80) + 8;
+            let page = pages.last_mut().expect("one page at least");
+            if !page.is_empty() && used + cost > PAGE_CHARS {
+                pages.push(Vec::new());
+                used = 0;
+            }
+            pages.last_mut().expect("one page at least").push((kind, i));
+            used += cost;
+        }
+    }
+    pages
+}
+
+/// `read_session`: page `page` (1-based) of the session, as text (as `status` shows the task)
+/// and as structured content, bounded ([`PAGE_CHARS`]) with a note of what is on other pages.
+fn read(page: usize) -> Result<CallToolResult> {
     use std::fmt::Write as _;
     let project = prepare()?;
     let session = project.load()?;
+    let all = pages(&session.task);
+    let count = all.len();
+    let Some(items) = page.checked_sub(1).and_then(|i| all.get(i)) else {
+        return Err(Error::Usage(format!(
+            "there is no page {page}: the session has {} (1 is the first)",
+            crate::display::count(count, "page", "pages")
+        )));
+    };
     let (_, tree) = live(&project, Detail::Dirty);
     let git = tree.as_ref().map(|t| t.git_ref());
+    let mut cut = 0usize;
+    let mut show = |t: &str| {
+        let (t, was_cut) = shown(t);
+        cut += usize::from(was_cut);
+        t
+    };
+    // The task as this page shows it: the head fields cut, the lists holding this page's items.
+    let full = &session.task;
+    let mut task = TaskState {
+        description: show(&full.description),
+        objective: show(&full.objective),
+        next_action: full.next_action.as_deref().map(&mut show),
+        // Fields a newer pas-agent added are left out: they could be of any size.
+        ..TaskState::default()
+    };
+    let mut first = serde_json::Map::new();
+    for &(kind, i) in items {
+        let list = task.list_mut(kind);
+        if list.is_empty() {
+            first.insert(kind.name().into(), json!(i + 1));
+        }
+        list.push(show(&full.list(kind)[i]));
+    }
     let mut text = String::new();
     let _ = writeln!(text, "Project:   {}", clean_line(&session.project_name));
     let _ = writeln!(
@@ -407,8 +566,35 @@ fn read() -> Result<CallToolResult> {
         "Root:      {}",
         clean(&project.root.to_string_lossy())
     );
-    task_head(&session.task, &mut text);
-    task_lists(&session.task, &mut text);
+    task_head(&task, &mut text);
+    for (title, kind) in [
+        ("Completed", ListKind::Completed),
+        ("Remaining", ListKind::Remaining),
+        ("Blockers", ListKind::Blockers),
+        ("Decisions", ListKind::Decisions),
+        ("Constraints", ListKind::Constraints),
+        ("Discoveries", ListKind::Discoveries),
+    ] {
+        let here = task.list(kind);
+        if here.is_empty() {
+            continue;
+        }
+        let total = full.list(kind).len();
+        let from = first.get(kind.name()).and_then(Value::as_u64).unwrap_or(1) as usize;
+        if here.len() == total {
+            let _ = writeln!(text, "\n{title} ({total}):");
+        } else {
+            let _ = writeln!(
+                text,
+                "\n{title} ({total}; {}–{} here):",
+                from,
+                from + here.len() - 1
+            );
+        }
+        for (i, item) in here.iter().enumerate() {
+            let _ = writeln!(text, "  {:>2}. {}", from + i, clean_line(item));
+        }
+    }
     text.push('\n');
     let latest = session.checkpoints.last();
     match latest {
@@ -419,7 +605,7 @@ fn read() -> Result<CallToolResult> {
                 "Checkpoints: {} (latest #{}: {}, {})",
                 session.checkpoints.len(),
                 session.checkpoints.len(),
-                clean_line(&c.message),
+                clean_line(&shown(&c.message).0),
                 crate::display::minute(&c.timestamp)
             );
         }
@@ -427,20 +613,59 @@ fn read() -> Result<CallToolResult> {
     if let Some(git) = &git {
         let _ = writeln!(text, "Git:       {}", git_line(git));
     }
-    let value = json!({
+    // What this answer leaves out, in words: the model may see only one of text and
+    // structured content.
+    let mut left_out = Vec::new();
+    if count > 1 {
+        let on_page: usize = items.len();
+        let total: usize = PAGE_ORDER.iter().map(|(_, k)| full.list(*k).len()).sum();
+        left_out.push(format!(
+            "page {page} of {count}: {on_page} of the {total} list items are here, numbered as in the whole session; {}",
+            if page < count {
+                format!("call read_session with {{\"page\": {}}} for the next ones", page + 1)
+            } else {
+                "this is the last page".to_string()
+            }
+        ));
+    }
+    if cut > 0 {
+        left_out.push(format!(
+            "{} cut to {} characters (`pas-agent status` in the project shows them whole)",
+            crate::display::count(cut, "text was", "texts were"),
+            crate::display::thousands(SHOWN_CHARS)
+        ));
+    }
+    let note = (!left_out.is_empty()).then(|| left_out.join("; "));
+    if let Some(note) = &note {
+        let _ = writeln!(text, "\nNot all here: {note}.");
+    }
+    let mut value = json!({
         "numbering": "update_session's done and resolve take item numbers: 1 is the first item of a list",
         "root": project.root.to_string_lossy(),
         "session_file": project.session_path().to_string_lossy(),
         "project_name": session.project_name,
-        "task": session.task,
+        "task": task,
         "checkpoints": session.checkpoints.len(),
         "latest_checkpoint": latest.map(|c| json!({
             "number": session.checkpoints.len(),
-            "message": c.message,
+            "message": shown(&c.message).0,
             "timestamp": c.timestamp,
         })),
         "git": git,
     });
+    if count > 1 || note.is_some() {
+        value["page"] = json!({
+            "page": page,
+            "pages": count,
+            "next": (page < count).then_some(page + 1),
+            "first_numbers": first,
+            "totals": PAGE_ORDER
+                .iter()
+                .map(|(_, k)| (k.name().to_string(), json!(full.list(*k).len())))
+                .collect::<serde_json::Map<_, _>>(),
+        });
+        value["left_out"] = json!(note);
+    }
     Ok(result(text, value))
 }
 
@@ -479,6 +704,273 @@ fn markdown() -> Result<String> {
     };
     let (repo, tree) = live(&project, detail);
     Ok(crate::export::content(&session, tree.as_ref(), repo.as_ref()).0)
+}
+
+/// The server's stdin, with every message over [`MAX_MESSAGE_BYTES`] answered.
+///
+/// rmcp's stdio transport drops a line longer than its limit (16 MiB) without a word, so the
+/// client waits forever for an answer. Here each line is passed on as it comes (nothing is
+/// buffered), while a small scanner follows the JSON to find the message's top-level `"id"`.
+/// When a line turns out too long, rmcp drops it as before, and right after its newline a
+/// stand-in request with the same id ([`TOO_LARGE_METHOD`]) follows, which the server answers
+/// with an error naming the size and the limit. A message whose id cannot be read (not an
+/// object, an id of another type, no id: a notification) gets no answer: JSON-RPC has no id
+/// to give it.
+mod bounded {
+    use std::collections::VecDeque;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, ReadBuf};
+
+    /// The largest message read: rmcp's own line limit (`DEFAULT_MAX_LINE_LENGTH`, 16 MiB),
+    /// newline included.
+    pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+    /// The method of the stand-in request for a message that was too large.
+    pub const TOO_LARGE_METHOD: &str = "pas-agent/message-too-large";
+    /// An id longer than this (as JSON) is not kept.
+    const MAX_ID_BYTES: usize = 1024;
+
+    /// Where the scanner is in the JSON of one line: enough to find the value of the top-level
+    /// object's `"id"` key, whatever comes before or after it.
+    #[derive(Default)]
+    struct Scan {
+        depth: usize,
+        /// The line's value is an object (not a batch array or a scalar).
+        object: bool,
+        in_string: bool,
+        /// The previous byte in a string was a backslash that escapes this one.
+        escaped: bool,
+        /// At depth 1, the next string is a key.
+        key_next: bool,
+        /// Reading a depth-1 key; its first bytes (three at most: enough to tell `id`).
+        key: Option<Vec<u8>>,
+        /// The next value at depth 1 is the id's.
+        id_next: bool,
+        /// The id's JSON while it is read, and whether it is a string.
+        value: Option<(Vec<u8>, bool)>,
+        /// The id's JSON, once read.
+        id: Option<Vec<u8>>,
+    }
+
+    impl Scan {
+        fn feed(&mut self, b: u8) {
+            // A number or literal id ends at the first delimiter, which is structure too.
+            if let Some((v, false)) = &mut self.value {
+                if !matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n') {
+                    v.push(b);
+                    if v.len() > MAX_ID_BYTES {
+                        self.value = None;
+                    }
+                    return;
+                }
+                self.id = self.value.take().map(|(v, _)| v);
+            }
+            if self.in_string {
+                let end = b == b'"' && !self.escaped;
+                self.escaped = b == b'\\' && !self.escaped;
+                if let Some((v, true)) = &mut self.value {
+                    v.push(b);
+                    if v.len() > MAX_ID_BYTES {
+                        self.value = None;
+                    } else if end {
+                        self.id = self.value.take().map(|(v, _)| v);
+                    }
+                } else if let Some(k) = &mut self.key {
+                    if end {
+                        self.id_next = k.as_slice() == b"id";
+                        self.key = None;
+                    } else if k.len() < 3 {
+                        k.push(b);
+                    }
+                }
+                if end {
+                    self.in_string = false;
+                }
+                return;
+            }
+            let top = self.depth == 1 && self.object;
+            match b {
+                b'"' => {
+                    self.in_string = true;
+                    self.escaped = false;
+                    if top && self.key_next {
+                        self.key = Some(Vec::new());
+                        self.key_next = false;
+                    } else if top && self.id_next {
+                        self.id_next = false;
+                        if self.id.is_none() {
+                            self.value = Some((vec![b'"'], true));
+                        }
+                    }
+                }
+                b'{' | b'[' => {
+                    if self.depth == 0 {
+                        self.object = b == b'{';
+                        self.key_next = self.object;
+                    }
+                    self.id_next = false;
+                    self.depth += 1;
+                }
+                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                b',' if top => {
+                    self.key_next = true;
+                    self.id_next = false;
+                }
+                b':' | b',' | b' ' | b'\t' | b'\r' | b'\n' => {}
+                _ if top && self.id_next => {
+                    self.id_next = false;
+                    if self.id.is_none() {
+                        self.value = Some((vec![b], false));
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        /// The id, when it is a number or a string (the only ids JSON-RPC allows).
+        fn id(&self) -> Option<serde_json::Value> {
+            let id: serde_json::Value = serde_json::from_slice(self.id.as_deref()?).ok()?;
+            (id.is_number() || id.is_string()).then_some(id)
+        }
+    }
+
+    /// [`tokio::io::Stdin`] (or any reader) with oversized messages answered (see the module).
+    pub struct Stdin<R> {
+        inner: R,
+        /// Bytes read and not yet handed on, stand-in requests included.
+        out: VecDeque<u8>,
+        /// Bytes of the current line so far.
+        line: usize,
+        scan: Scan,
+    }
+
+    impl<R> Stdin<R> {
+        pub fn new(inner: R) -> Self {
+            Stdin {
+                inner,
+                out: VecDeque::new(),
+                line: 0,
+                scan: Scan::default(),
+            }
+        }
+
+        /// Takes in `bytes` just read.
+        fn take(&mut self, bytes: &[u8]) {
+            for &b in bytes {
+                self.out.push_back(b);
+                self.line += 1;
+                if b != b'\n' {
+                    self.scan.feed(b);
+                    continue;
+                }
+                if self.line > MAX_MESSAGE_BYTES
+                    && let Some(id) = self.scan.id()
+                {
+                    let stand_in = serde_json::json!({
+                        "jsonrpc": "2.0",
+                        "id": id,
+                        "method": TOO_LARGE_METHOD,
+                        "params": {"bytes": self.line},
+                    });
+                    self.out.extend(stand_in.to_string().into_bytes());
+                    self.out.push_back(b'\n');
+                }
+                self.line = 0;
+                self.scan = Scan::default();
+            }
+        }
+    }
+
+    impl<R: AsyncRead + Unpin> AsyncRead for Stdin<R> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            let this = &mut *self;
+            if this.out.is_empty() {
+                let mut chunk = [0u8; 64 * 1024];
+                let mut read = ReadBuf::new(&mut chunk);
+                match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+                    Poll::Ready(Ok(())) => {
+                        let filled = read.filled();
+                        if filled.is_empty() {
+                            return Poll::Ready(Ok(()));
+                        }
+                        let filled = filled.to_vec();
+                        this.take(&filled);
+                    }
+                    other => return other,
+                }
+            }
+            let n = buf.remaining().min(this.out.len());
+            let (a, b) = this.out.as_slices();
+            let from_a = n.min(a.len());
+            buf.put_slice(&a[..from_a]);
+            buf.put_slice(&b[..n - from_a]);
+            this.out.drain(..n);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn id_of(line: &str) -> Option<serde_json::Value> {
+            let mut s = Scan::default();
+            for b in line.bytes() {
+                s.feed(b);
+            }
+            s.id()
+        }
+
+        #[test]
+        fn finds_the_top_level_id_wherever_it_is() {
+            assert_eq!(
+                id_of(r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#),
+                Some(7.into())
+            );
+            assert_eq!(
+                id_of(r#"{"method":"x","params":{"id":1,"a":[{"id":2}]},"id":"abc"}"#),
+                Some("abc".into())
+            );
+            assert_eq!(id_of(r#"{ "id" : 42 , "x": 1}"#), Some(42.into()));
+            assert_eq!(id_of(r#"{"id":"a\"b}","x":"}"}"#), Some("a\"b}".into()));
+            assert_eq!(
+                id_of(r#"{"params":{"text":"\"id\":5"},"id":-3}"#),
+                Some((-3).into())
+            );
+            assert_eq!(id_of(r#"{"params":{"x":"y"}}"#), None);
+            assert_eq!(id_of(r#"[{"id":1}]"#), None);
+            assert_eq!(id_of(r#"{"id":null}"#), None);
+            assert_eq!(id_of(r#"{"id":{"a":1}}"#), None);
+        }
+
+        proptest::proptest! {
+            /// Whatever else the message holds (nested ids, strings that look like keys), the
+            /// scanner finds its own id, as serde_json reads it.
+            #[test]
+            fn agrees_with_serde(
+                id in proptest::prop_oneof![
+                    proptest::num::i64::ANY.prop_map(serde_json::Value::from),
+                    "[ -~]{0,20}".prop_map(serde_json::Value::from),
+                ],
+                text in "[ -~]{0,40}",
+                before in proptest::bool::ANY,
+            ) {
+                let params = serde_json::json!({"id": 1, "text": text, "list": [{"id": "x"}]});
+                let line = if before {
+                    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m","params":{params}}}"#)
+                } else {
+                    format!(r#"{{"jsonrpc":"2.0","method":"m","params":{params},"id":{id}}}"#)
+                };
+                prop_assert_eq!(id_of(&line), Some(id));
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod mcp;
 mod merge;
 mod prompt;
 mod prune;
+mod recover;
 mod remove;
 mod restore;
 mod run;
@@ -67,6 +68,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Prompt(a) => prompt::run(a),
         Command::Resolve => merge::resolve(),
         Command::Prune(a) => prune::run(a),
+        Command::Recover(a) => recover::run(a),
         Command::MergeDriver(a) => merge::driver(a),
         Command::Mcp(a) => mcp::run(a),
         Command::Completions(a) => complete::completions(a),

@@ -33,8 +33,9 @@ const NOTICE_PART_CHARS: usize = 100;
 
 pub fn run(args: PromptArgs) -> Result<i32> {
     let text = output(&args).unwrap_or_default();
-    // A prompt has nowhere to report a write error; stay quiet.
-    let _ = crate::term::print(&text);
+    // A prompt has nowhere to report a write error; stay quiet. The segment and notice are in
+    // the locale's character set already; the paths after them are data.
+    let _ = crate::term::print_data(&text);
     Ok(0)
 }
 
@@ -100,6 +101,10 @@ fn output(args: &PromptArgs) -> Option<String> {
             marker(e).to_string(),
             "pas-agent: the session has unresolved git merge conflicts; `pas-agent resolve` merges both sides (agents still start, without a record)".to_string(),
         ),
+        Err(e @ Error::Damaged { .. }) => (
+            marker(e).to_string(),
+            "pas-agent: the session file is damaged; agents still start, without a record; `pas-agent recover` brings back the session as pas-agent last saved it (`pas-agent status` says what is wrong)".to_string(),
+        ),
         Err(e) => (
             marker(e).to_string(),
             format!(
@@ -108,6 +113,8 @@ fn output(args: &PromptArgs) -> Option<String> {
             ),
         ),
     };
+    let segment = crate::term::for_locale(&segment).into_owned();
+    let notice = crate::term::for_locale(&notice).into_owned();
     let Some(id) = &args.hook else {
         return Some(if segment.is_empty() {
             String::new()

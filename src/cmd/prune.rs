@@ -3,8 +3,10 @@
 //!
 //! The file lists of all but the last N checkpoints and the last N finished runs are dropped,
 //! their counts kept in `files_changed_total`; checkpoints and runs themselves stay (their
-//! ids, messages and task snapshots, which a merge needs and the original reads). Output
-//! captures of runs that started before the retention are deleted.
+//! ids, messages and task snapshots, which a merge needs and the original reads). The words of
+//! those older runs shrink too (their first prompt and the start of their last answer stay),
+//! and every run's command line is bounded as a new record's is. Output captures of runs that
+//! started before the retention are deleted.
 
 use std::fmt::Write as _;
 
@@ -23,6 +25,64 @@ struct Dropped {
     checkpoints: usize,
     runs: usize,
     entries: usize,
+    /// Runs (by index) whose words (prompts, answer, commands, edits) or command line shrank.
+    words: std::collections::BTreeSet<usize>,
+}
+
+/// An old run keeps its first prompt cut to this many characters.
+pub const OLD_PROMPT_CHARS: usize = 200;
+/// An old run keeps the start of its last answer, this many characters.
+pub const OLD_ANSWER_CHARS: usize = 500;
+
+/// `text` cut to `max` characters (`…` marks a cut); whether it was cut.
+fn cut(text: &mut String, max: usize) -> bool {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => {
+            text.truncate(end);
+            text.push('…');
+            true
+        }
+        None => false,
+    }
+}
+
+/// Shrinks what an old run says: its first prompt and the start of its last answer stay (cut
+/// to [`OLD_PROMPT_CHARS`] and [`OLD_ANSWER_CHARS`]), the other prompts, the commands and the
+/// edited files go (their counts are kept in the `…_omitted` fields), and `pruned: true` marks
+/// the transcript. Returns whether anything changed.
+fn shrink_words(run: &mut crate::model::Run) -> bool {
+    let Some(t) = &mut run.transcript else {
+        return false;
+    };
+    let mut changed = false;
+    if t.prompts.len() > 1 {
+        t.prompts_omitted += t.prompts.len() - 1;
+        t.prompts.truncate(1);
+        changed = true;
+    }
+    for p in &mut t.prompts {
+        changed |= cut(p, OLD_PROMPT_CHARS);
+    }
+    if let Some(a) = &mut t.last_answer
+        && cut(a, OLD_ANSWER_CHARS)
+    {
+        t.answer_truncated = true;
+        changed = true;
+    }
+    if !t.commands.is_empty() {
+        t.commands_omitted += t.commands.len();
+        t.commands.clear();
+        changed = true;
+    }
+    if !t.edits.is_empty() {
+        t.edits_omitted += t.edits.len();
+        t.edits.clear();
+        changed = true;
+    }
+    if changed {
+        t.extra.insert("pruned".into(), true.into());
+    }
+    changed
 }
 
 fn prune_lists(s: &mut Session, keep: usize) -> Dropped {
@@ -41,8 +101,20 @@ fn prune_lists(s: &mut Session, keep: usize) -> Dropped {
     let finished: Vec<usize> = (0..s.runs.len())
         .filter(|&i| s.runs[i].state != RunState::Running)
         .collect();
+    // Every run's command line within the bounds a new record has (a record written before
+    // them may hold a whole 120 KB prompt).
+    for (i, run) in s.runs.iter_mut().enumerate() {
+        let bounded = crate::launch::bound_argv(run.argv.clone());
+        if bounded != run.argv {
+            run.argv = bounded;
+            d.words.insert(i);
+        }
+    }
     for &i in finished.iter().take(finished.len().saturating_sub(keep)) {
         let run = &mut s.runs[i];
+        if shrink_words(run) {
+            d.words.insert(i);
+        }
         if run.files_changed.is_empty() {
             continue;
         }
@@ -101,6 +173,18 @@ pub fn run(args: PruneArgs) -> Result<i32> {
         dropped.entries,
         args.keep
     );
+    if !dropped.words.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} the words of {} (the first prompt and the start of the last answer stay).",
+            if args.dry_run {
+                "Would shrink"
+            } else {
+                "Shrank"
+            },
+            count(dropped.words.len(), "run", "runs"),
+        );
+    }
     if !args.dry_run {
         let after = size(&project.session_path());
         let _ = writeln!(
@@ -114,6 +198,10 @@ pub fn run(args: PruneArgs) -> Result<i32> {
         let cutoff = Utc::now()
             - chrono::Duration::from_std(age).map_err(|e| Error::Usage(e.to_string()))?;
         let session = project.load()?;
+        // Through the guard: a run directory (or `.pas-agent/runs`) the repository planted as
+        // a link leads nowhere, and nothing outside the project is ever deleted.
+        let guard = crate::fsutil::WriteGuard::new(&project.root)
+            .map_err(|e| Error::io(&project.root, e))?;
         let mut removed = 0usize;
         let mut bytes = 0u64;
         for r in session
@@ -125,11 +213,12 @@ pub fn run(args: PruneArgs) -> Result<i32> {
                 .root
                 .join(crate::launch::capture::RUNS_DIR)
                 .join(r.id.to_string());
-            // A real directory only: a link there is not followed, nor removed.
+            // A real directory inside the project only: a link there is not followed, nor
+            // removed.
             let Ok(meta) = std::fs::symlink_metadata(&dir) else {
                 continue;
             };
-            if !meta.is_dir() {
+            if !meta.is_dir() || guard.check(&dir, crate::fsutil::Named::ByUs).is_err() {
                 continue;
             }
             let size: u64 = std::fs::read_dir(&dir)
@@ -140,7 +229,9 @@ pub fn run(args: PruneArgs) -> Result<i32> {
                 .map(|m| m.len())
                 .sum();
             if !args.dry_run {
-                std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                guard
+                    .remove_dir_all(&dir)
+                    .map_err(|e| Error::write(&dir, e))?;
             }
             removed += 1;
             bytes += size;

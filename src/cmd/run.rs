@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::cwd;
 use crate::agents::Agent;
+use crate::agents::store::Resumable;
 use crate::cli::RunArgs;
 use crate::display::{count, duration};
 use crate::error::{Error, Result, exit};
@@ -50,6 +51,25 @@ pub fn run(args: RunArgs) -> Result<i32> {
     }
 }
 
+/// The one line that says why an agent starts without a run record, and what brings the
+/// session back.
+fn unrecorded(e: &Error, label: &str) -> String {
+    let first = e.to_string();
+    let first = first.lines().next().unwrap_or_default().trim_end();
+    let fix = match e {
+        Error::Damaged { .. } => {
+            " (`pas-agent recover` brings back the session as pas-agent last saved it)"
+        }
+        Error::Unsupported { .. } => " (a newer pas-agent records runs in it)",
+        Error::Unmerged { .. } => " (`pas-agent resolve` merges it)",
+        _ => " (`pas-agent doctor` says more)",
+    };
+    format!(
+        "{first}; {} starts without a run record, checkpoint or export{fix}",
+        clean_line(label)
+    )
+}
+
 /// Why the agent did not run.
 enum NotStarted {
     /// It could not be started.
@@ -91,14 +111,31 @@ fn agent_args(
                 a.name
             )));
         }
-        (Some(a), true) => {
+        (Some(a), true) => 'resume: {
+            let fresh = |user: Vec<OsString>| {
+                let prepared = session_id::prepare(a, &user);
+                let mut args = prepared.args;
+                args.extend(user);
+                (args, prepared.id, None)
+            };
             let syntax = a.resume.ok_or_else(|| {
                 launcher_error(format!(
                     "{} has no known way to resume a session by id",
                     a.name
                 ))
             })?;
-            let session = project.load()?;
+            // A session that cannot be read names no conversation: the agent starts a new one.
+            let session = match project.load() {
+                Ok(s) => s,
+                Err(e) => {
+                    warn(&format!(
+                        "{}; {} starts a new session instead of resuming one",
+                        e.to_string().lines().next().unwrap_or_default(),
+                        a.name
+                    ));
+                    break 'resume fresh(user);
+                }
+            };
             // Agents keep sessions per directory: the latest one started here, else the
             // latest one anywhere in the project.
             let here = cwd.to_string_lossy();
@@ -133,7 +170,33 @@ fn agent_args(
                     a.aliases.first().copied().unwrap_or(a.id)
                 )));
             }
-            (syntax.apply(&id, &user), None, Some(id))
+            // Checked before the launch: the agent, started here, finds the conversation (it
+            // is copied where the agent looks when it was kept under another directory), or
+            // it starts a new one with the exported context — never an id it would refuse.
+            match a.store.map(|s| s.resumable(&id, cwd)) {
+                Some(Resumable::Missing(why)) => {
+                    warn(&format!(
+                        "{} cannot resume session {} from {}: {}; it starts a new session, with the session exported to {}",
+                        a.name,
+                        clean_line(&id),
+                        clean(&cwd.to_string_lossy()),
+                        clean_line(&why),
+                        a.context_file
+                    ));
+                    fresh(user)
+                }
+                Some(Resumable::Copied { from, to }) => {
+                    note(&format!(
+                        "pas-agent: session {} was kept under another directory ({}); copied to {}, where {} started here finds it",
+                        clean_line(&id),
+                        clean(&from.to_string_lossy()),
+                        clean(&to.to_string_lossy()),
+                        a.name
+                    ));
+                    (syntax.apply(&id, &user), None, Some(id))
+                }
+                _ => (syntax.apply(&id, &user), None, Some(id)),
+            }
         }
         (Some(a), false) => {
             let prepared = session_id::prepare(a, &user);
@@ -305,9 +368,21 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             let dirs = launch::resume::directories(&project.root, &cwd, &session.runs);
             let known =
                 launch::resume::conversations(agent, Some(&program.path), &dirs, &session.runs);
-            let choice = launch::resume::resolve(agent, sel, &known, &session.runs, &cwd)
-                .map_err(launcher_error)?;
-            if !crate::agents::store::same_dir(&choice.cwd.to_string_lossy(), &cwd) {
+            let choice =
+                launch::resume::resolve(agent, sel, &known, &session.runs, &cwd, &project.root)
+                    .map_err(launcher_error)?;
+            if let Some(from) = &choice.moved_from {
+                // The checkout moved: the agent is started in the same place here, and finds
+                // the conversation there (checked and made so before the launch).
+                note(&format!(
+                    "pas-agent: {} session {} was started in {}, which is gone; resuming it in {}, the same place in this checkout",
+                    agent.name,
+                    clean_line(&choice.id),
+                    clean(&from.to_string_lossy()),
+                    clean(&choice.cwd.to_string_lossy())
+                ));
+                cwd = choice.cwd;
+            } else if !crate::agents::store::same_dir(&choice.cwd.to_string_lossy(), &cwd) {
                 note(&format!(
                     "pas-agent: resuming {} session {} in {}, where it was started",
                     agent.name,
@@ -413,17 +488,39 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     };
     let started = match record::before(&project, &plan) {
         Ok(started) => started,
-        // A session left unmerged by git is no reason to keep the user from their agent: it
-        // starts without a record, and the user is told how to resolve the session.
-        Err(e @ Error::Unmerged { .. }) => {
-            warn(&format!(
-                "{e}\n  the agent starts without a run record, checkpoint or export"
-            ));
-            drop(capture);
+        // Nothing about the session keeps the user from their agent — a file left unmerged by
+        // git or damaged, a lock the file system cannot give or another process holds, a full
+        // disk: it starts without a record, and one line says why and what to do.
+        Err(e) => {
+            warn(&unrecorded(&e, &plan.label));
+            if capture.is_some() {
+                drop(capture);
+                let dir = project
+                    .root
+                    .join(capture::RUNS_DIR)
+                    .join(run_id.to_string());
+                if let Ok(guard) = crate::fsutil::WriteGuard::new(&project.root) {
+                    let _ = guard.remove_dir_all(&dir);
+                }
+            }
+            #[cfg(unix)]
+            let ran = if use_pty {
+                launch::pty::run(
+                    &program.path,
+                    &program.name,
+                    &agent_args,
+                    &[],
+                    &cwd,
+                    None,
+                    &watch,
+                )?
+            } else {
+                plain::run(&program.path, &program.name, &agent_args, &[], &cwd, &watch)?
+            };
+            #[cfg(not(unix))]
             let ran = plain::run(&program.path, &program.name, &agent_args, &[], &cwd, &watch)?;
             return Ok(ran.exit.launcher_code());
         }
-        Err(e) => return Err(e),
     };
     match (&started.export, &delivery) {
         (Some(Ok(report)), _) => {
@@ -469,6 +566,20 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         .and_then(session_id::store_dir)
         .and_then(launch::witness::Witness::start);
     let started_at = Utc::now();
+    // When the agent started is noted as soon as it did: a launcher lost after that leaves a
+    // run that says its agent ran (docs/launcher.md, "Runs that were cut short").
+    let noted: std::sync::Arc<std::sync::Mutex<Option<chrono::DateTime<Utc>>>> = Default::default();
+    {
+        let noted = std::sync::Arc::clone(&noted);
+        let note = record::agent_started(&project, &started);
+        watch.when_spawned(Box::new(move || {
+            let at = Utc::now();
+            note(at);
+            if let Ok(mut slot) = noted.lock() {
+                *slot = Some(at);
+            }
+        }));
+    }
     // A signal that came while the run was prepared (checkpoint, export, record) and that
     // would have gone to the agent: the user or the system asked to stop before it started.
     // A fault signal (`kill -SEGV`) sent meanwhile counts the same.
@@ -505,6 +616,8 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     let held = witness
         .map(launch::witness::Witness::finish)
         .unwrap_or_default();
+    let mut started = started;
+    started.agent_started_at = noted.lock().ok().and_then(|mut slot| slot.take());
     // What was made for this run only goes now that the agent has read it.
     if let Some((_, d)) = &delivery {
         export::delivery::clean_up(d);
@@ -517,9 +630,11 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                     "could not remove the record of the run that did not start: {forget}"
                 ));
             }
-            if plan.capture.is_some() {
-                let _ = std::fs::remove_dir_all(
-                    project
+            if plan.capture.is_some()
+                && let Ok(guard) = crate::fsutil::WriteGuard::new(&project.root)
+            {
+                let _ = guard.remove_dir_all(
+                    &project
                         .root
                         .join(capture::RUNS_DIR)
                         .join(run_id.to_string()),

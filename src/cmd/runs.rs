@@ -31,7 +31,7 @@ struct AllJson {
 }
 
 /// What `runs --all` shows as an entry's state (see [`AllJson`]).
-fn shown_state(entry: &Entry) -> String {
+fn entry_state(entry: &Entry) -> String {
     match entry.state {
         State::Live => match entry.liveness() {
             Liveness::Alive => "running".into(),
@@ -47,7 +47,7 @@ pub(super) fn entry_json(entry: &Entry) -> serde_json::Value {
     if let Some(o) = v.as_object_mut() {
         o.insert(
             "state".into(),
-            serde_json::Value::String(shown_state(entry)),
+            serde_json::Value::String(entry_state(entry)),
         );
     }
     v
@@ -78,7 +78,7 @@ fn all(args: &RunsArgs) -> Result<i32> {
         ("project", Align::Left, 2),
     ]);
     for r in &runs {
-        let state = shown_state(r);
+        let state = entry_state(r);
         let st = match state.as_str() {
             "running" => style::LIVE,
             "frozen" => style::GOOD,
@@ -322,7 +322,7 @@ pub fn run(args: RunsArgs) -> Result<i32> {
             Cell::plain(format!("{:>3}", i + 1)),
             Cell::plain(started(&r.started_at, &now, args.wide)),
             Cell::plain(clean_line(&r.agent)),
-            Cell::painted(r.state.as_str(), state_style(r)),
+            Cell::painted(shown_state(r), state_style(r)),
             Cell::plain(exit),
             Cell::plain(r.duration_ms.map_or("-".into(), duration)),
             Cell::plain(counted(r, r.commits.len())),
@@ -336,6 +336,15 @@ pub fn run(args: RunsArgs) -> Result<i32> {
     }
     table.print()?;
     Ok(0)
+}
+
+/// A run's state as the table shows it: its recorded state, except that an abandoned run
+/// whose agent never started (its launcher was lost while preparing it) is `unstarted`.
+fn shown_state(run: &Run) -> &str {
+    match (&run.state, crate::launch::record::agent_started_at(run)) {
+        (RunState::Abandoned, Some(None)) => "unstarted",
+        (state, _) => state.as_str(),
+    }
 }
 
 /// The colour of a run's state: running cyan, a failure (non-zero exit, signal, abandoned)
@@ -413,9 +422,14 @@ fn one(
         (Some(c), _, _) => format!("exited {c}"),
         (None, Some(s), _) => format!("killed by signal {s}"),
         (_, _, RunState::Running) => "still running".into(),
-        (_, _, RunState::Abandoned) => {
-            "abandoned (its launcher ended without recording how the agent ended)".into()
-        }
+        (_, _, RunState::Abandoned) => match crate::launch::record::agent_started_at(r) {
+            Some(None) => "abandoned before the agent started (its launcher ended while preparing the run; the agent never ran)".into(),
+            Some(Some(at)) => format!(
+                "abandoned: the agent started at {}, then its launcher ended without recording how the agent ended",
+                crate::display::second(&at)
+            ),
+            None => "abandoned (its launcher ended without recording how the agent ended)".into(),
+        },
         _ => "unknown".into(),
     };
     let _ = writeln!(out, "Outcome:  {outcome}");

@@ -7,7 +7,7 @@ use super::{git_line, print_json, project, task_head, task_lists};
 use crate::cli::ShowArgs;
 use crate::display::{count, second};
 use crate::error::Result;
-use crate::session::ops;
+use crate::session::{history, ops};
 use crate::term::{clean, clean_line};
 
 pub fn run(args: ShowArgs) -> Result<i32> {
@@ -16,14 +16,22 @@ pub fn run(args: ShowArgs) -> Result<i32> {
     let (number, found) = ops::find_checkpoint(&session, &args.checkpoint)?;
     // A list moved to `.pas-agent/history.jsonl` is read back from there.
     let mut full = found.clone();
-    if full.extra.get(crate::session::history::MOVED_KEY) == Some(&true.into())
-        && let Some((files, snapshot)) = crate::session::history::moved_of(&project, &full.id)
-    {
-        full.files_changed = files;
-        if let Some(snapshot) = snapshot {
-            full.task_snapshot = snapshot;
+    let mut damaged = false;
+    if full.extra.get(history::MOVED_KEY) == Some(&true.into()) {
+        match history::moved_of(&project, &full.id) {
+            history::Moved::Found(files, snapshot) => {
+                full.files_changed = files;
+                if let Some(snapshot) = *snapshot {
+                    full.task_snapshot = snapshot;
+                }
+                full.extra.remove(history::MOVED_KEY);
+            }
+            history::Moved::Damaged => {
+                damaged = true;
+                full.extra.insert(history::DAMAGED_KEY.into(), true.into());
+            }
+            history::Moved::Missing => {}
         }
-        full.extra.remove(crate::session::history::MOVED_KEY);
     }
     let cp = &full;
     if args.json {
@@ -47,9 +55,14 @@ pub fn run(args: ShowArgs) -> Result<i32> {
     if total == 0 {
         out.push_str("\nNo changed files recorded.\n");
     } else if cp.files_changed.is_empty() {
+        let why = if damaged {
+            "its line in .pas-agent/history.jsonl is damaged, so the list cannot be shown"
+        } else {
+            "the list was pruned"
+        };
         let _ = writeln!(
             out,
-            "\n{} changed (the list was pruned)",
+            "\n{} changed ({why})",
             count(
                 usize::try_from(total).unwrap_or(usize::MAX),
                 "file",

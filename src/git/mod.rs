@@ -647,12 +647,14 @@ impl Repo {
 }
 
 /// How a file name git holds is written in the record: as it is when it is UTF-8 (and does not
-/// start with `"`), else in git's own C-style quoting — `"…"` with `\\"`, `\\\\` and each byte
-/// that is not UTF-8 as a three-digit octal escape (`"caf\\351.txt"`) — so that every name is
-/// recorded reversibly ([`path_bytes`]) and two different names never become one entry.
+/// start with `"` or hold a backslash), else in git's own C-style quoting — `"…"` with `\\"`,
+/// `\\\\` and each byte that is not UTF-8 as a three-digit octal escape (`"caf\\351.txt"`) —
+/// so that every name is recorded reversibly ([`path_bytes`]) and two different names never
+/// become one entry. A backslash outside the quoted form is a separator written on Windows
+/// (`session::codec::portable_path` reads it as `/`), so a name that holds one is quoted.
 pub fn record_path(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
-        Ok(s) if !s.starts_with('"') => s.to_string(),
+        Ok(s) if !s.starts_with('"') && !s.contains('\\') => s.to_string(),
         _ => {
             let mut out = String::from("\"");
             for chunk in bytes.utf8_chunks() {
@@ -777,6 +779,19 @@ pub(crate) type RawStatus = BTreeMap<String, Entry>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_with_a_backslash_is_recorded_quoted_and_read_back() {
+        for name in [&b"a\\b.txt"[..], b"dir\\", b"\\", b"x\\\"y"] {
+            let recorded = record_path(name);
+            assert!(
+                recorded.starts_with('"') && recorded.ends_with('"'),
+                "{recorded}"
+            );
+            assert_eq!(path_bytes(&recorded), name, "{recorded}");
+        }
+        assert_eq!(record_path(b"sub/dir/f.txt"), "sub/dir/f.txt");
+    }
 
     fn entry(x: char, y: char) -> Entry {
         Entry {

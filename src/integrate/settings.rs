@@ -47,17 +47,30 @@ pub fn edit(
     program: &str,
     remove: bool,
 ) -> Result<Edit, String> {
+    // The edges keep what the parsers would lose: a byte order mark, and CRLF line ends
+    // (which toml_edit and the JSON tree would mix with the LF lines they add).
     let text = text.unwrap_or("");
+    let (bom, text) = match text.strip_prefix('\u{feff}') {
+        Some(rest) => ("\u{feff}", rest),
+        None => ("", text),
+    };
+    let crlf = text.contains("\r\n") && text.matches('\n').count() == text.matches("\r\n").count();
+    let lf;
+    let text = if crlf {
+        lf = text.replace("\r\n", "\n");
+        lf.as_str()
+    } else {
+        text
+    };
     let mut edit = match integration.hooks.format {
         Format::Json { comments } => json(text, comments, integration, program, remove),
         Format::Toml => toml(text, integration, program, remove),
         Format::Owned { template } => owned(text, template, integration, program, remove),
     }?;
-    // A file written with CRLF line ends keeps them: the parsers write new lines with LF.
-    let crlf = text.contains("\r\n") && !text.replace("\r\n", "").contains('\n');
-    if crlf && let Some(out) = &mut edit.text {
-        *out = out.replace("\r\n", "\n").replace('\n', "\r\n");
-    }
+    edit.text = edit.text.map(|t| {
+        let t = if crlf { t.replace('\n', "\r\n") } else { t };
+        if t.is_empty() { t } else { format!("{bom}{t}") }
+    });
     Ok(edit)
 }
 
@@ -67,6 +80,7 @@ pub fn edit(
 /// Errors: the text cannot be read as [`edit`] reads it.
 pub fn installed(text: &str, integration: &Integration) -> Result<Vec<Installed>, String> {
     let mut out = Vec::new();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Ok(out);
     }
@@ -234,7 +248,7 @@ fn json_keys(object: &CstObject) -> Vec<String> {
 /// nothing at all: blank, or (JSON) one empty object with nothing but blanks and no comment
 /// around it. A file that says nothing is one `integrate` may remove when it created it.
 pub fn is_empty(text: &str, format: Format) -> bool {
-    let t = text.trim();
+    let t = text.trim_start_matches('\u{feff}').trim();
     match format {
         Format::Toml | Format::Owned { .. } => t.is_empty(),
         Format::Json { .. } => {

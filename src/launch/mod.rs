@@ -137,9 +137,66 @@ fn is_executable(path: &Path) -> bool {
     path.is_file()
 }
 
-/// The recorded command line: the program name, then the arguments (lossily as UTF-8).
+/// Each recorded argument keeps at most this many characters (a one-shot prompt of 120 KB
+/// passed as `-p "…"` would otherwise be stored whole in the run record, the registry and every
+/// copy of the session).
+pub const MAX_ARG_CHARS: usize = crate::model::MAX_PROMPT_CHARS;
+/// At most this many arguments are recorded (the program name included).
+pub const MAX_ARGS: usize = 100;
+
+/// The recorded command line: the program name, then the arguments (lossily as UTF-8),
+/// bounded: an argument longer than [`MAX_ARG_CHARS`] keeps its start and ends in
+/// `… [N characters]`, and past [`MAX_ARGS`] arguments the last one kept says
+/// `… [N more arguments]`. The agent itself gets its arguments whole.
 pub fn argv(program: &Program, args: &[OsString]) -> Vec<String> {
-    std::iter::once(program.name.clone())
+    let all: Vec<String> = std::iter::once(program.name.clone())
         .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
-        .collect()
+        .collect();
+    bound_argv(all)
+}
+
+/// `argv` bounded as [`argv`] says.
+pub fn bound_argv(mut argv: Vec<String>) -> Vec<String> {
+    if argv.len() > MAX_ARGS {
+        let more = argv.len() - (MAX_ARGS - 1);
+        argv.truncate(MAX_ARGS - 1);
+        argv.push(format!(
+            "… [{} more arguments]",
+            crate::display::thousands(more)
+        ));
+    }
+    for a in &mut argv {
+        if let Some((end, _)) = a.char_indices().nth(MAX_ARG_CHARS) {
+            let total = a.chars().count();
+            a.truncate(end);
+            a.push_str(&format!(
+                "… [{} characters]",
+                crate::display::thousands(total)
+            ));
+        }
+    }
+    argv
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn recorded_command_lines_are_bounded() {
+        let argv = bound_argv(vec!["claude".into(), "-p".into(), "é".repeat(120_000)]);
+        assert_eq!(argv.len(), 3);
+        assert!(argv[2].starts_with(&"é".repeat(MAX_ARG_CHARS)));
+        assert!(
+            argv[2].ends_with("… [120,000 characters]"),
+            "{}",
+            &argv[2][argv[2].len() - 40..]
+        );
+        let many: Vec<String> = (0..250).map(|i| i.to_string()).collect();
+        let argv = bound_argv(many);
+        assert_eq!(argv.len(), MAX_ARGS);
+        assert_eq!(argv[MAX_ARGS - 1], "… [151 more arguments]");
+        let short = vec!["codex".to_string(), "exec".into()];
+        assert_eq!(bound_argv(short.clone()), short);
+    }
 }

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::capture::RUNS_DIR;
+use crate::fsutil::{Named, WriteError, WriteGuard};
 
 /// Space reserved beyond twice the session file's size: 256 KiB.
 pub const MARGIN: u64 = 256 * 1024;
@@ -75,42 +76,40 @@ pub fn pending_path(root: &Path, run_id: &Uuid) -> PathBuf {
 /// may then cost the outcome, which is reported).
 pub fn reserve(root: &Path, run_id: &Uuid, session_len: u64) -> io::Result<()> {
     let dir = run_dir(root, run_id);
-    let runs = root.join(RUNS_DIR);
-    // Never create files through a link that leaves `.pas-agent/`.
-    for d in [&runs, &dir] {
-        match fs::symlink_metadata(d) {
-            Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
-                return Err(io::Error::other(format!(
-                    "{} is not a plain directory",
-                    d.display()
-                )));
-            }
-            _ => {}
+    // Never create files through a link that leaves the project, nor into one planted there.
+    let guard = guard(root)?;
+    for d in [&root.join(RUNS_DIR), &dir] {
+        if fs::symlink_metadata(d).is_ok_and(|m| m.file_type().is_symlink() || !m.is_dir()) {
+            return Err(io::Error::other(format!(
+                "{} is not a plain directory",
+                d.display()
+            )));
         }
     }
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(&dir)?;
+    guard
+        .create_dir_all(&dir, Named::ByUs, 0o700)
+        .map_err(refused)?;
     let size = session_len
         .saturating_mul(2)
         .saturating_add(MARGIN)
         .min(MAX_RESERVE);
     let path = dir.join(RESERVE_FILE);
+    // Reserves of launchers killed before they could clear them go first.
+    sweep(root);
     let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
+        let mut file = guard.create_new(&path, 0o600).map_err(refused)?;
+        // Who holds the reserve, so that [`sweep`] can tell when its launcher is gone.
+        let header = format!(
+            "{RESERVE_HEADER} pid={} start={}\n",
+            std::process::id(),
+            super::process::own_start_token().unwrap_or_default()
+        );
+        file.write_all(header.as_bytes())?;
         // Real zeros, not `set_len`: a sparse file would reserve nothing. No fsync: the
         // filesystem accounts for the space at `write` (ext4's delayed allocation included),
         // and the contents do not matter.
         let chunk = vec![0u8; 64 * 1024];
-        let mut left = size;
+        let mut left = size.saturating_sub(header.len() as u64);
         while left > 0 {
             let n = left.min(chunk.len() as u64) as usize;
             file.write_all(&chunk[..n])?;
@@ -119,9 +118,154 @@ pub fn reserve(root: &Path, run_id: &Uuid, session_len: u64) -> io::Result<()> {
         Ok(())
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&path);
+        let _ = guard.remove(&path, Named::ByUs);
     }
     result
+}
+
+/// How a reserve begins: this, then ` pid=<launcher pid> start=<its start token>` and a
+/// newline, then zeros.
+const RESERVE_HEADER: &str = "pas-agent outcome reserve";
+
+/// A reserve without a header (written by pas-agent 0.4 and earlier) is taken for a killed
+/// launcher's once it is this old.
+const HEADERLESS_STALE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Removes the reserves whose launcher is gone (killed before it could free its reserve: a
+/// SIGKILL, a crash, a power cut), and the run directories they leave empty. Judged on
+/// positive evidence only: the launcher named in the reserve's header is provably not
+/// running ([`super::process::liveness`]). A pending outcome is left for the reconcile that
+/// records it. Returns how many reserves were removed; errors are ignored.
+pub fn sweep(root: &Path) -> usize {
+    let Ok(guard) = guard(root) else {
+        return 0;
+    };
+    let runs = root.join(RUNS_DIR);
+    // Never listed through a link the repository planted.
+    if guard.check(&runs, Named::ByUs).is_err()
+        || fs::symlink_metadata(&runs).is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return 0;
+    }
+    let Ok(entries) = fs::read_dir(&runs) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let dir = entry.path();
+        let reserve = dir.join(RESERVE_FILE);
+        let Some(head) = head_of(&guard, &reserve) else {
+            continue;
+        };
+        if !reserve_is_stale(&head, &reserve) {
+            continue;
+        }
+        if guard.remove(&reserve, Named::ByUs).is_ok() {
+            removed += 1;
+            let _ = guard.remove_dir(&dir, Named::ByUs);
+        }
+    }
+    removed
+}
+
+/// The first line of the reserve at `path` (at most 256 bytes), when it is a regular file
+/// inside the root.
+fn head_of(guard: &WriteGuard, path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let real = guard.check(path, Named::ByUs).ok()?;
+    if !fs::symlink_metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let mut buf = Vec::with_capacity(256);
+    options
+        .open(real)
+        .ok()?
+        .take(256)
+        .read_to_end(&mut buf)
+        .ok()?;
+    let end = buf.iter().position(|&c| c == b'\n').unwrap_or(buf.len());
+    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+/// Notes in the run's reserve that its agent was started at `at` (its first line gains
+/// ` agent_started=<RFC 3339>`, over the zeros after it): no lock, no `fsync`, so the agent
+/// starts as fast as before. A later reconcile of a run whose launcher was lost reads it
+/// ([`agent_started`]) into the record.
+///
+/// Errors: there is no reserve (it could not be made), or writing failed.
+pub fn mark_started(root: &Path, run_id: &Uuid, at: DateTime<Utc>) -> io::Result<()> {
+    let guard = guard(root)?;
+    let path = run_dir(root, run_id).join(RESERVE_FILE);
+    let head = head_of(&guard, &path).ok_or_else(|| io::Error::other("no reserve"))?;
+    if !head.starts_with(RESERVE_HEADER) || head.contains(" agent_started=") {
+        return Err(io::Error::other("not a reserve of this version"));
+    }
+    let line = format!(
+        "{head} agent_started={}\n",
+        at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    );
+    let real = guard.check(&path, Named::ByUs).map_err(refused)?;
+    let mut options = OpenOptions::new();
+    options.write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    let mut file = options.open(real)?;
+    if file.metadata()?.len() < line.len() as u64 {
+        return Err(io::Error::other("the reserve is too small"));
+    }
+    file.write_all(line.as_bytes())
+}
+
+/// When the run's reserve says its agent was started ([`mark_started`]), if it does.
+pub fn agent_started(root: &Path, run_id: &Uuid) -> Option<DateTime<Utc>> {
+    let guard = guard(root).ok()?;
+    let head = head_of(&guard, &run_dir(root, run_id).join(RESERVE_FILE))?;
+    let at = head
+        .strip_prefix(RESERVE_HEADER)?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("agent_started="))?;
+    DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn reserve_is_stale(head: &str, path: &Path) -> bool {
+    let Some(rest) = head.strip_prefix(RESERVE_HEADER) else {
+        return fs::metadata(path)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > HEADERLESS_STALE));
+    };
+    let field = |name: &str| {
+        rest.split_whitespace()
+            .find_map(|w| w.strip_prefix(name))
+            .filter(|v| !v.is_empty())
+    };
+    let pid = field("pid=").and_then(|p| p.parse::<u32>().ok());
+    super::process::liveness(pid, field("start=")) == super::process::Liveness::Dead
+}
+
+fn guard(root: &Path) -> io::Result<WriteGuard> {
+    WriteGuard::new(root)
+}
+
+fn refused(e: WriteError) -> io::Error {
+    match e {
+        WriteError::Io(e) => e,
+        e => io::Error::other(e.to_string()),
+    }
 }
 
 /// Writes `pending` over the start of the run's reserve (in place, no new space needed),
@@ -142,25 +286,34 @@ pub fn keep(root: &Path, pending: &Pending) -> io::Result<PathBuf> {
     if bytes.len() as u64 > PENDING_MAX_BYTES {
         return Err(io::Error::other("the outcome does not fit its file"));
     }
+    let guard = guard(root)?;
     let result = (|| {
+        let real = guard.check(&reserve, Named::ByUs).map_err(refused)?;
         let meta = fs::symlink_metadata(&reserve)?;
         if !meta.is_file() {
             return Err(io::Error::other("the reserve is not a regular file"));
         }
-        let mut file = OpenOptions::new().write(true).open(&reserve)?;
+        let mut options = OpenOptions::new();
+        options.write(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NOFOLLOW);
+        }
+        let mut file = options.open(&real)?;
         file.seek(io::SeekFrom::Start(0))?;
         file.write_all(&bytes)?;
         file.set_len(bytes.len() as u64)?;
         file.sync_all()?;
         drop(file);
-        fs::rename(&reserve, &target)?;
+        guard.rename(&reserve, &target).map_err(refused)?;
         if let Ok(d) = File::open(&dir) {
             let _ = d.sync_all();
         }
         Ok(target.clone())
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&reserve);
+        let _ = guard.remove(&reserve, Named::ByUs);
     }
     result
 }
@@ -169,8 +322,10 @@ pub fn keep(root: &Path, pending: &Pending) -> io::Result<PathBuf> {
 /// the machine-wide registry.
 pub fn pending(root: &Path, run_id: &Uuid) -> Option<Pending> {
     let in_project = || {
-        let bytes =
-            crate::fsutil::read_limited(&pending_path(root, run_id), PENDING_MAX_BYTES).ok()??;
+        let bytes = guard(root)
+            .ok()?
+            .read(&pending_path(root, run_id), PENDING_MAX_BYTES)
+            .ok()??;
         serde_json::from_slice::<Pending>(&bytes).ok()
     };
     let in_registry = || {
@@ -195,13 +350,17 @@ pub fn of_entry(entry: &super::registry::Entry) -> Option<Pending> {
 /// Removes what this module left for a run (reserve, pending outcome), and the run's
 /// directory and `.pas-agent/runs` when nothing else is in them.
 pub fn clear(root: &Path, run_id: &Uuid) {
+    // Through the guard: a run directory the repository planted as a link leads nowhere.
+    let Ok(guard) = guard(root) else {
+        return;
+    };
     let dir = run_dir(root, run_id);
     for name in [RESERVE_FILE, PENDING_FILE] {
-        let _ = fs::remove_file(dir.join(name));
+        let _ = guard.remove(&dir.join(name), Named::ByUs);
     }
     // These fail (and are meant to) while a capture or another run's files are there.
-    let _ = fs::remove_dir(&dir);
-    let _ = fs::remove_dir(root.join(RUNS_DIR));
+    let _ = guard.remove_dir(&dir, Named::ByUs);
+    let _ = guard.remove_dir(&root.join(RUNS_DIR), Named::ByUs);
 }
 
 #[cfg(test)]

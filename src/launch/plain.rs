@@ -124,6 +124,7 @@ pub fn run(
     #[cfg(not(unix))]
     let _ = argv0;
     let child = cmd.spawn().map_err(|e| spawn_error(program, &e))?;
+    watch.spawned();
     #[cfg(unix)]
     let pid = i32::try_from(child.id()).unwrap_or(0);
     #[cfg(unix)]

@@ -182,6 +182,7 @@ pub fn run(
     let child = cmd
         .spawn()
         .map_err(|e| super::plain::spawn_error(program, &e))?;
+    watch.spawned();
     drop(cmd);
     drop(slave);
     drop(pair.slave);

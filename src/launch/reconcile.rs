@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use super::outcome::{self, Pending};
 use super::process::{Liveness, liveness};
-use super::record::GitOutcome;
+use super::record::{self, GitOutcome};
 use super::registry::{Entry, Frozen, Registry, State};
 use crate::error::{Error, Result};
 use crate::git;
@@ -76,16 +76,20 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
             // The launcher saw the agent end but could not save it (a full disk).
             let pending = outcome::pending(&project.root, &r.id)
                 .filter(|p| r.nonce.as_deref() == Some(p.nonce.as_str()));
+            // Whether the agent was started before the launcher was lost: its reserve says.
+            let started = outcome::agent_started(&project.root, &r.id);
+            // A run whose agent never started has no session to find.
+            let never_started = started.is_none() && record::agent_started_at(r) == Some(None);
             let learned = match (&r.agent_session_id, &pending) {
-                (None, None) => learn_session(r, &session.runs, now),
+                (None, None) if !never_started => learn_session(r, &session.runs, now),
                 _ => None,
             };
-            (r.id, r.nonce.clone(), outcome, pending, learned)
+            (r.id, r.nonce.clone(), outcome, pending, started, learned)
         })
         .collect();
     let closed = project.modify(|s| {
         let mut closed = Vec::new();
-        for (id, nonce, outcome, pending, learned) in &outcomes {
+        for (id, nonce, outcome, pending, started, learned) in &outcomes {
             let Some(index) = s
                 .runs
                 .iter()
@@ -99,6 +103,12 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
             run.files_changed = outcome.files_changed.clone();
             crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
             run.baseline = None;
+            if let Some(at) = started
+                && !matches!(record::agent_started_at(run), Some(Some(_)))
+            {
+                run.extra
+                    .insert(record::AGENT_STARTED_KEY.into(), record::started_value(*at));
+            }
             if run.agent_session_id.is_none()
                 && let Some(learned) = learned
             {
@@ -139,7 +149,8 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
                     *id,
                     nonce.clone(),
                     run.agent_session_id.clone(),
-                    pending.is_none(),
+                    // A run whose agent never started has no conversation to restore.
+                    pending.is_none() && record::agent_started_at(run) != Some(None),
                 ),
             ));
         }
@@ -163,24 +174,27 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
         )),
     }
     // Their launchers are gone: nobody needs their reserved space or kept outcome any more.
-    for (id, _, _, _, _) in &outcomes {
+    for (id, ..) in &outcomes {
         outcome::clear(&project.root, id);
     }
     Ok(closed)
 }
 
 /// What closing a dead run needs: its id and nonce, what git says, an outcome its launcher
-/// kept, and a session id found in the agent's store.
+/// kept, when its reserve says the agent was started, and a session id found in the agent's
+/// store.
 type Closing = (
     Uuid,
     Option<String>,
     GitOutcome,
     Option<Pending>,
+    Option<chrono::DateTime<Utc>>,
     Option<String>,
 );
 
 /// A run whose launcher is gone: its id, nonce, agent session id (if known), and whether it
-/// was cut short (`false`: its launcher saw the agent end and kept the outcome).
+/// was cut short with its agent started (`false`: its launcher saw the agent end and kept the
+/// outcome, or the agent never started: there is nothing to restore).
 type Dead = (Uuid, Option<String>, Option<String>, bool);
 
 /// The run record's key saying its agent session id was learned after its launcher was gone.

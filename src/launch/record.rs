@@ -86,6 +86,8 @@ pub struct Started {
     pub others: Vec<(usize, String, Option<u32>)>,
     /// Agent session ids earlier runs recorded: never this run's.
     pub taken: Vec<String>,
+    /// When the agent was started, once it was (set by the launcher).
+    pub agent_started_at: Option<chrono::DateTime<Utc>>,
 }
 
 /// How long the after-record waits for the session lock at least.
@@ -107,6 +109,70 @@ pub struct Finished {
 
 /// The key under which a run record keeps why it has no agent session id.
 pub const SESSION_NOTE_KEY: &str = "agent_session_note";
+
+/// The key under which a run record keeps when its agent was started (RFC 3339 UTC): null in
+/// the record written before the start, set as soon as the agent's process exists. So a run
+/// whose launcher was lost says whether its agent ever ran (null: it did not).
+pub const AGENT_STARTED_KEY: &str = "agent_started_at";
+
+/// When the run record says its agent was started: `Some(Some(time))` once started,
+/// `Some(None)` for a record that says it was not (yet), `None` for a record written before
+/// pas-agent noted it.
+pub fn agent_started_at(run: &Run) -> Option<Option<chrono::DateTime<Utc>>> {
+    match run.extra.get(AGENT_STARTED_KEY)? {
+        serde_json::Value::String(t) => Some(
+            chrono::DateTime::parse_from_rfc3339(t)
+                .ok()
+                .map(|t| t.with_timezone(&Utc)),
+        ),
+        _ => Some(None),
+    }
+}
+
+/// What notes that the agent of `started` was started: call it with the moment of the start.
+/// The note goes into the run's reserve ([`outcome::mark_started`]: no lock, no `fsync`),
+/// which the after-record, or the reconcile of a launcher that was lost, turns into
+/// [`AGENT_STARTED_KEY`]. Without a reserve, a thread writes the key into the running record
+/// (a record no longer running is left alone; a failure is a warning).
+pub fn agent_started(
+    project: &Project,
+    started: &Started,
+) -> impl FnOnce(chrono::DateTime<Utc>) + Send + 'static {
+    let project = project.clone();
+    let (run_id, nonce) = (started.run_id, started.nonce.clone());
+    move |at| {
+        if outcome::mark_started(&project.root, &run_id, at).is_ok() {
+            return;
+        }
+        let write = move || {
+            let noted = project.modify(|s| {
+                if let Some(run) = s.runs.iter_mut().find(|r| {
+                    r.id == run_id
+                        && r.nonce.as_deref() == Some(nonce.as_str())
+                        && r.state == RunState::Running
+                }) {
+                    run.extra
+                        .insert(AGENT_STARTED_KEY.into(), started_value(at));
+                }
+                Ok(())
+            });
+            if let Err(e) = noted {
+                crate::term::warn(&format!(
+                    "the run record does not say yet that the agent started: {e}"
+                ));
+            }
+        };
+        // Off the agent's path: it takes the session lock.
+        let _ = std::thread::Builder::new()
+            .name("pas-agent-started".into())
+            .spawn(write);
+    }
+}
+
+/// The value of [`AGENT_STARTED_KEY`] for a start at `at`.
+pub fn started_value(at: chrono::DateTime<Utc>) -> serde_json::Value {
+    serde_json::Value::String(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+}
 
 fn live_tree(repo: Option<&Repo>) -> Option<WorkTree> {
     repo?.status_or_warn(Detail::Files, "the run is recorded without git data")
@@ -144,18 +210,20 @@ fn running_record(
         capture: plan.capture.clone(),
         baseline: None,
         transcript: None,
-        extra: plan
-            .restoring
-            .as_ref()
-            .map(|t| {
-                let mut extra = crate::model::Extra::new();
+        extra: {
+            // Whether the agent started is noted when it does (null until then).
+            let mut extra: crate::model::Extra =
+                [(AGENT_STARTED_KEY.to_string(), serde_json::Value::Null)]
+                    .into_iter()
+                    .collect();
+            if let Some(t) = &plan.restoring {
                 extra.insert(
                     RESTORED_FROM_KEY.into(),
                     serde_json::Value::String(t.run_id.to_string()),
                 );
-                extra
-            })
-            .unwrap_or_default(),
+            }
+            extra
+        },
     }
 }
 
@@ -265,6 +333,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         export,
         others,
         taken,
+        agent_started_at: None,
     })
 }
 
@@ -619,6 +688,10 @@ pub fn finish(
         }
         if plan.capture.is_some() {
             run.capture = plan.capture.clone();
+        }
+        if let Some(at) = started.agent_started_at {
+            run.extra
+                .insert(AGENT_STARTED_KEY.into(), started_value(at));
         }
         run.baseline = None;
         let run = run.clone();

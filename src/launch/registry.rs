@@ -355,14 +355,7 @@ fn one() -> u32 {
 
 /// The registry directory (see the module docs), `None` when no home is known.
 pub fn dir() -> Option<PathBuf> {
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    var(STATE_DIR_ENV)
-        .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("pas-agent")))
-        .or_else(|| var("HOME").map(|h| h.join(".local/state/pas-agent")))
+    crate::fsutil::state_dir()
 }
 
 /// The machine-wide registry.

@@ -8,7 +8,10 @@
 //! miss names the closest known ids. The conversations known here are this project's runs of
 //! the agent and what its store holds for the project's root, the current directory and every
 //! directory a run of the project ran in ([`conversations`]); an agent keeps its conversations
-//! per directory, so the one chosen is resumed in its own, which must still exist.
+//! per directory, so the one chosen is resumed in its own, which must still exist — or, when
+//! that directory lay outside this project's root and is gone (the checkout moved, or was
+//! reached through another path), in the same place of the project here ([`moved_here`]),
+//! where `run` makes it findable before the launch ([`crate::agents::Store::resumable`]).
 
 use std::path::{Path, PathBuf};
 
@@ -116,18 +119,48 @@ pub struct Choice {
     pub id: String,
     /// The directory to resume it in.
     pub cwd: PathBuf,
+    /// The directory it was started in, when that is gone and `cwd` is the same place in the
+    /// checkout here (the checkout moved): see [`moved_here`].
+    pub moved_from: Option<PathBuf>,
+}
+
+/// Where `gone`, a directory a run of the project at `root` ran in and that no longer exists,
+/// is now, when the project moved: `None` when `gone` lies inside `root` (it was removed, not
+/// moved). Otherwise the directory of `root` at the longest tail of `gone`'s path that is one
+/// (`/old/repo/src/app` → `root/src/app`), else `root` itself.
+pub fn moved_here(gone: &Path, root: &Path) -> Option<PathBuf> {
+    if gone.is_dir() || gone.starts_with(root) || !gone.is_absolute() {
+        return None;
+    }
+    let parts: Vec<_> = gone
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    (1..parts.len())
+        .map(|skip| {
+            parts[skip..]
+                .iter()
+                .fold(root.to_path_buf(), |d, p| d.join(p))
+        })
+        .find(|d| d.is_dir())
+        .or_else(|| Some(root.to_path_buf()))
 }
 
 /// Resolves `selector` for `agent` against `known` (see the module docs); `runs` are the
-/// project's runs, for run numbers; `here` the directory of an id taken as given. The error is
+/// project's runs, for run numbers; `here` the directory of an id taken as given; `root` the
+/// project's root, for a conversation of a checkout that moved ([`moved_here`]). The error is
 /// the message for the user: a miss with the closest ids, an ambiguous suffix with the ids it
-/// fits, or a conversation whose directory is gone, with how to go on.
+/// fits, or a conversation whose directory inside the project is gone, with how to go on.
 pub fn resolve(
     agent: &Agent,
     selector: &str,
     known: &[Known],
     runs: &[Run],
     here: &Path,
+    root: &Path,
 ) -> Result<Choice, String> {
     let sel = selector.trim();
     let name = agent.name;
@@ -135,6 +168,7 @@ pub fn resolve(
     let found = |k: &Known| Choice {
         id: k.conversation.id.clone(),
         cwd: k.conversation.cwd.clone(),
+        moved_from: None,
     };
     let choice = if let Some(k) = by_path(sel, known) {
         found(k)
@@ -160,6 +194,7 @@ pub fn resolve(
         Choice {
             id,
             cwd: PathBuf::from(&r.cwd),
+            moved_from: None,
         }
     } else if let Some(k) = known
         .iter()
@@ -171,6 +206,7 @@ pub fn resolve(
         Choice {
             id: sel.to_string(),
             cwd: here.to_path_buf(),
+            moved_from: None,
         }
     } else {
         let lower = sel.to_ascii_lowercase();
@@ -196,6 +232,10 @@ pub fn resolve(
             }
         }
     };
+    let mut choice = choice;
+    if let Some(now) = moved_here(&choice.cwd, root) {
+        choice.moved_from = Some(std::mem::replace(&mut choice.cwd, now));
+    }
     if !choice.cwd.is_dir() {
         return Err(format!(
             "{name} session {} was started in {}, which no longer exists; {name} looks its sessions up by directory, so it is not resumed from elsewhere.\n  To go on: recreate the directory (`mkdir -p {}`) and run this again, or start a new session with `pas-agent run {short}`",
@@ -329,7 +369,7 @@ mod tests {
         let a = "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b";
         let b = "9e8d7c6b-5a49-4382-8170-6f5e4d3c2a5b";
         let all = [known(a, here, Some(1)), known(b, here, None)];
-        let pick = |s: &str| resolve(claude, s, &all, &[], here);
+        let pick = |s: &str| resolve(claude, s, &all, &[], here, here);
         assert_eq!(pick(a).unwrap().id, a);
         assert_eq!(pick(&a.to_uppercase()).unwrap().id, a);
         assert_eq!(pick("2e3f4a5b").unwrap().id, a);
@@ -339,7 +379,8 @@ mod tests {
             pick(other).unwrap(),
             Choice {
                 id: other.into(),
-                cwd: here.into()
+                cwd: here.into(),
+                moved_from: None,
             }
         );
         let err = pick("a5b").unwrap_err();
@@ -363,10 +404,26 @@ mod tests {
         );
         // A directory that is gone: said, with how to go on.
         let gone = here.join("gone");
-        let err = resolve(claude, "4a5b", &[known(a, &gone, None)], &[], here).unwrap_err();
+        let err = resolve(claude, "4a5b", &[known(a, &gone, None)], &[], here, here).unwrap_err();
         assert!(
             err.contains("no longer exists") && err.contains("mkdir -p"),
             "{err}"
         );
+        // A directory outside the project that is gone: the project moved, and the same place
+        // here is taken (the longest tail of the old path that is a directory here).
+        let root = here.join("new");
+        std::fs::create_dir_all(root.join("src/app")).unwrap();
+        let old = here.join("old/repo/src/app");
+        let moved = |cwd: &Path| {
+            resolve(claude, "4a5b", &[known(a, cwd, None)], &[], &root, &root).unwrap()
+        };
+        let c = moved(&old);
+        assert_eq!(c.cwd, root.join("src/app"));
+        assert_eq!(c.moved_from.as_deref(), Some(old.as_path()));
+        assert_eq!(moved(&here.join("old/repo")).cwd, root);
+        assert_eq!(moved(&here.join("old/repo/gone/deeper")).cwd, root);
+        // One that still exists is resumed where it is.
+        assert_eq!(moved(here).cwd, here);
+        assert_eq!(moved(here).moved_from, None);
     }
 }

@@ -253,6 +253,8 @@ pub struct Watch {
     stop: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     preparing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// What to do once the agent's process exists ([`Watch::when_spawned`]).
+    on_spawn: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
     #[cfg(unix)]
     handle: signal_hook::iterator::Handle,
 }
@@ -298,6 +300,7 @@ impl Watch {
             stop: Default::default(),
             count: Default::default(),
             preparing: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            on_spawn: Default::default(),
         })
     }
 
@@ -311,6 +314,7 @@ impl Watch {
             stop: Default::default(),
             count: Default::default(),
             preparing: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            on_spawn: Default::default(),
         })
     }
 
@@ -353,6 +357,22 @@ impl Watch {
     /// The agent is about to start: from now on flagged signals are only remembered.
     pub fn started(&self) {
         self.preparing.store(false, Ordering::SeqCst);
+    }
+
+    /// Runs `f` once the agent's process exists ([`Watch::spawned`]); `f` should return at
+    /// once (the agent's input and output wait for it).
+    pub fn when_spawned(&self, f: Box<dyn FnOnce() + Send>) {
+        if let Ok(mut slot) = self.on_spawn.lock() {
+            *slot = Some(f);
+        }
+    }
+
+    /// Called by the runners right after the agent's process was created.
+    pub fn spawned(&self) {
+        let f = self.on_spawn.lock().ok().and_then(|mut slot| slot.take());
+        if let Some(f) = f {
+            f();
+        }
     }
 
     /// The last flagged signal that arrived (see [`Watch::flag`]), if any.

@@ -36,7 +36,10 @@ pub const FILES_KEY: &str = "files";
 
 /// How many files an entry stands for: its `files` count for a collapsed directory, else 1.
 pub fn files_of(f: &FileState) -> u64 {
-    f.extra.get(FILES_KEY).and_then(|v| v.as_u64()).unwrap_or(1)
+    f.extra
+        .get(FILES_KEY)
+        .and_then(super::exact::count)
+        .unwrap_or(1)
 }
 
 /// The number of changed files a record stands for: `files_changed_total` when the list was
@@ -44,7 +47,7 @@ pub fn files_of(f: &FileState) -> u64 {
 pub fn total_of(files: &[FileState], extra: &Extra) -> u64 {
     extra
         .get(TOTAL_KEY)
-        .and_then(|v| v.as_u64())
+        .and_then(super::exact::count)
         .unwrap_or_else(|| files.iter().map(files_of).sum())
 }
 

@@ -13,6 +13,8 @@
 use std::collections::HashSet;
 use std::str::FromStr;
 
+use serde_json::Value;
+
 /// Checks a document that `serde_json` already parsed (so it is valid JSON), in one pass.
 ///
 /// Errors: a description of the first value that cannot be kept exactly, with its line.
@@ -93,6 +95,12 @@ pub fn check(text: &str) -> Result<(), String> {
         i += 1;
     }
     Ok(())
+}
+
+/// The one rule for a count pas-agent reads out of a record's unknown fields: a JSON integer
+/// written as one (`3`, not `3.0`, `3e0` or `"3"`), not negative. `None` for anything else.
+pub fn count(value: &Value) -> Option<u64> {
+    value.as_u64()
 }
 
 /// Whether `serde_json` writes the number back with the same value, and an integer as an

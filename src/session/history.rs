@@ -33,6 +33,9 @@ pub const HISTORY_FILE: &str = "history.jsonl";
 pub const RECENT: usize = 5;
 /// Field of a checkpoint whose file list is in the history file.
 pub const MOVED_KEY: &str = "files_in_history";
+/// Field `show --json` adds to a checkpoint whose line in the history file cannot be read
+/// (never stored).
+pub const DAMAGED_KEY: &str = "history_line_damaged";
 
 #[derive(Serialize, Deserialize)]
 struct Line {
@@ -107,16 +110,56 @@ fn read(project: &Project) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// What the history file holds of checkpoint `id`: its file list and, when it was moved too,
-/// its task snapshot.
-pub fn moved_of(project: &Project, id: &Uuid) -> Option<(Vec<FileState>, Option<TaskState>)> {
-    let text = read(project)?;
+/// The record a line holds. A line that is not one whole record is a torn append (a writer
+/// killed mid-line) or, written by an older version, such a torn line fused with the whole
+/// line appended after it: the last whole record in it, if any, is taken.
+fn parse_line(line: &str) -> Option<Line> {
+    if let Ok(l) = serde_json::from_str::<Line>(line) {
+        return Some(l);
+    }
+    let start = line.rfind(LINE_START)?;
+    (start > 0)
+        .then(|| serde_json::from_str::<Line>(&line[start..]).ok())
+        .flatten()
+}
+
+/// How every line `serde_json` writes for a [`Line`] begins.
+const LINE_START: &str = "{\"checkpoint\":";
+
+/// What the history file says of one checkpoint.
+#[derive(Debug, PartialEq)]
+pub enum Moved {
+    /// Its file list and, when it was moved too, its task snapshot.
+    Found(Vec<FileState>, Box<Option<TaskState>>),
+    /// A line names the checkpoint but cannot be read (a torn or edited line).
+    Damaged,
+    /// No line names it: its list was pruned (or the file is gone).
+    Missing,
+}
+
+/// What the history file holds of checkpoint `id`, its paths in the portable form
+/// ([`super::codec::portable_path`]).
+pub fn moved_of(project: &Project, id: &Uuid) -> Moved {
+    let Some(text) = read(project) else {
+        return Moved::Missing;
+    };
     let needle = id.to_string();
-    text.lines()
-        .filter(|l| l.contains(&needle))
-        .filter_map(|l| serde_json::from_str::<Line>(l).ok())
-        .find(|l| l.checkpoint == *id)
-        .map(|l| (l.files_changed, l.task_snapshot))
+    let mut damaged = false;
+    for l in text.lines().filter(|l| l.contains(&needle)) {
+        match parse_line(l) {
+            Some(mut line) if line.checkpoint == *id => {
+                super::codec::portable_files(&mut line.files_changed);
+                return Moved::Found(line.files_changed, Box::new(line.task_snapshot));
+            }
+            Some(_) => {}
+            None => damaged = true,
+        }
+    }
+    if damaged {
+        Moved::Damaged
+    } else {
+        Moved::Missing
+    }
 }
 
 /// Keeps only the lines of checkpoints in `keep`; returns `(lines dropped, bytes before)`.
@@ -130,14 +173,16 @@ pub fn retain(project: &Project, keep: &HashSet<Uuid>, dry_run: bool) -> Result<
     let mut kept = String::new();
     let mut dropped = 0;
     for line in text.lines() {
-        let id = serde_json::from_str::<Line>(line)
-            .ok()
-            .map(|l| l.checkpoint);
-        if id.is_some_and(|id| keep.contains(&id)) {
-            kept.push_str(line);
-            kept.push('\n');
-        } else {
-            dropped += 1;
+        match parse_line(line) {
+            Some(l) if keep.contains(&l.checkpoint) => {
+                // A fused line keeps only its whole record.
+                let whole = line
+                    .rfind(LINE_START)
+                    .filter(|_| serde_json::from_str::<Line>(line).is_err());
+                kept.push_str(whole.map_or(line, |at| &line[at..]));
+                kept.push('\n');
+            }
+            _ => dropped += 1,
         }
     }
     if dropped > 0 && !dry_run {

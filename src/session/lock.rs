@@ -137,7 +137,7 @@ fn lock_file(guard: &WriteGuard, path: &Path, limit: Duration) -> Result<LockGua
             }
             Err(fs4::TryLockError::Error(e)) if lock_unsupported(&e) => {
                 crate::term::warn(&format!(
-                    "{}: this filesystem does not support file locks ({e}); continuing without one",
+                    "{}: this file system cannot lock files ({e}); continuing without the lock, so two pas-agent commands writing at the same moment could lose one change",
                     path.display()
                 ));
                 held = false;
@@ -196,10 +196,17 @@ fn lock_unsupported(e: &std::io::Error) -> bool {
         || matches!(e.raw_os_error(), Some(code) if is_unsupported_errno(code))
 }
 
+/// Whether a lock error says the file system cannot give a lock at all (as opposed to a
+/// failure worth stopping for): `ENOLCK` (no locks available — NFS mounted without a lock
+/// manager, `nolock`), `EOPNOTSUPP`/`ENOTSUP` (a FUSE or SMB mount without locks) and `ENOSYS`.
+/// Numbers from the platform's own headers through `libc`: ENOLCK 37, EOPNOTSUPP 95, ENOSYS 38
+/// on Linux; ENOLCK 77, EOPNOTSUPP 102, ENOTSUP 45, ENOSYS 78 on macOS.
 #[cfg(unix)]
 fn is_unsupported_errno(code: i32) -> bool {
-    // ENOSYS 38, EOPNOTSUPP/ENOTSUP 95 on Linux; 78 and 45 on macOS.
-    matches!(code, 38 | 95 | 78 | 45)
+    code == libc::ENOLCK
+        || code == libc::EOPNOTSUPP
+        || code == libc::ENOTSUP
+        || code == libc::ENOSYS
 }
 
 #[cfg(not(unix))]
@@ -231,6 +238,35 @@ fn ensure_gitignore_in(guard: &WriteGuard, state_dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn every_lockless_file_system_errno_is_a_warning() {
+        #[cfg(target_os = "linux")]
+        let (lockless, others) = (
+            [37, 95, 38],
+            [libc::EIO, libc::EACCES, libc::EAGAIN, libc::EBADF],
+        );
+        #[cfg(target_os = "macos")]
+        let (lockless, others) = (
+            [77, 102, 45, 78],
+            [libc::EIO, libc::EACCES, libc::EAGAIN, libc::EBADF],
+        );
+        #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+        let (lockless, others): ([i32; 0], [i32; 0]) = ([], []);
+        for code in lockless {
+            assert!(
+                lock_unsupported(&std::io::Error::from_raw_os_error(code)),
+                "{code}"
+            );
+        }
+        for code in others {
+            assert!(
+                !lock_unsupported(&std::io::Error::from_raw_os_error(code)),
+                "{code}"
+            );
+        }
+    }
 
     #[test]
     fn gitignore_written_once_and_never_changed() {

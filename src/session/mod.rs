@@ -38,6 +38,7 @@
 //! original's reading of `session.json` as the whole record, and merges worse than one file
 //! with a driver.
 
+pub mod backup;
 pub mod bound;
 pub mod codec;
 pub mod exact;

@@ -58,6 +58,23 @@ pub struct Update {
     pub resolve: Vec<usize>,
 }
 
+/// Refuses a text longer than [`crate::limits::ITEM_CHARS`] characters; `what` names it for
+/// the message (`--discovery`, "the checkpoint message").
+///
+/// Errors: [`Error::Usage`] with the text's length and the limit; nothing was changed.
+pub fn check_text(what: &str, text: &str) -> Result<()> {
+    let limit = crate::limits::ITEM_CHARS;
+    let len = text.trim().chars().count();
+    if len <= limit {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{what} is {} characters long; one item may hold at most {} characters (docs/format.md, \"Size limits\"); nothing was changed\n  hint: keep the gist here and put the rest in a file of the project, named in the item",
+        crate::display::thousands(len),
+        crate::display::thousands(limit)
+    )))
+}
+
 /// Checks that every number names an item of `list`, and returns them sorted and de-duplicated.
 ///
 /// Errors: [`Error::Usage`] naming the first bad number and the list's size.
@@ -84,6 +101,29 @@ pub fn check_numbers(task: &TaskState, kind: ListKind, numbers: &[usize]) -> Res
 ///
 /// Errors: a bad item number, an empty `--task`, or nothing changing ("nothing to update").
 pub fn apply_update(task: &mut TaskState, update: &Update) -> Result<()> {
+    let single = [
+        ("--task", &update.task),
+        ("--objective", &update.objective),
+        ("--next", &update.next),
+    ];
+    for (flag, text) in single {
+        if let Some(t) = text {
+            check_text(&format!("the {flag} text"), t)?;
+        }
+    }
+    let lists = [
+        ("--completed", &update.completed),
+        ("--remaining", &update.remaining),
+        ("--decision", &update.decisions),
+        ("--blocker", &update.blockers),
+        ("--constraint", &update.constraints),
+        ("--discovery", &update.discoveries),
+    ];
+    for (flag, items) in lists {
+        for t in items {
+            check_text(&format!("the {flag} item"), t)?;
+        }
+    }
     let done = check_numbers(task, ListKind::Remaining, &update.done)?;
     let resolve = check_numbers(task, ListKind::Blockers, &update.resolve)?;
     if update.task.as_ref().is_some_and(|t| t.trim().is_empty()) {
@@ -311,6 +351,25 @@ pub fn find_checkpoint<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn texts_longer_than_the_limit_are_refused_naming_it() {
+        let limit = crate::limits::ITEM_CHARS;
+        assert!(check_text("x", &"é".repeat(limit)).is_ok());
+        assert!(check_text("x", &format!("  {}  ", "a".repeat(limit))).is_ok());
+        let err = check_text("the --discovery item", &"a".repeat(limit + 1)).unwrap_err();
+        assert!(
+            err.to_string().contains("10,001") && err.to_string().contains("10,000"),
+            "{err}"
+        );
+        let mut task = TaskState::default();
+        let update = Update {
+            remaining: vec!["ok".into(), "b".repeat(limit + 1)],
+            ..Update::default()
+        };
+        assert!(apply_update(&mut task, &update).is_err());
+        assert!(task.remaining.is_empty(), "all or nothing");
+    }
 
     fn task() -> TaskState {
         TaskState {

@@ -18,6 +18,45 @@ use crate::model::Session;
 /// larger file is reported as damaged, and a change that would make it larger is refused.
 pub const MAX_SESSION_BYTES: u64 = crate::limits::SESSION.bytes;
 
+/// The line ends of a session file, kept as found: a `session.json` committed with CRLF (by
+/// git's `core.autocrlf` on Windows, or an editor there) is written back with CRLF, so one
+/// changed field is one changed line, not a whole-file diff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineEnds {
+    /// `\n`, as pas-agent and the original write.
+    Lf,
+    /// `\r\n`.
+    CrLf,
+}
+
+impl LineEnds {
+    /// The line ends of `bytes`: those of its first line (a file of one line: LF).
+    pub fn of(bytes: &[u8]) -> LineEnds {
+        match bytes.iter().position(|&b| b == b'\n') {
+            Some(i) if i > 0 && bytes[i - 1] == b'\r' => LineEnds::CrLf,
+            _ => LineEnds::Lf,
+        }
+    }
+
+    /// `json` (pas-agent's own output: every newline is a line end, strings hold none raw)
+    /// with these line ends.
+    pub fn apply(self, json: Vec<u8>) -> Vec<u8> {
+        match self {
+            LineEnds::Lf => json,
+            LineEnds::CrLf => {
+                let mut out = Vec::with_capacity(json.len() + json.len() / 16);
+                for b in json {
+                    if b == b'\n' {
+                        out.push(b'\r');
+                    }
+                    out.push(b);
+                }
+                out
+            }
+        }
+    }
+}
+
 impl Project {
     /// Loads the session without locking.
     ///
@@ -33,17 +72,22 @@ impl Project {
     /// (up to [`crate::limits::SESSION_RECOVERY_BYTES`]) is still read, so that a change that
     /// shrinks it (`remove`) can bring it back under the limit; [`Project::save`] refuses any
     /// result above the limit.
-    fn load_for_change(&self) -> Result<Session> {
-        self.load_up_to(crate::limits::SESSION_RECOVERY_BYTES)
+    fn load_for_change(&self) -> Result<(Session, LineEnds)> {
+        self.load_bytes(crate::limits::SESSION_RECOVERY_BYTES)
+            .map(|(s, bytes)| (s, LineEnds::of(&bytes)))
     }
 
     fn load_up_to(&self, cap: u64) -> Result<Session> {
+        self.load_bytes(cap).map(|(s, _)| s)
+    }
+
+    fn load_bytes(&self, cap: u64) -> Result<(Session, Vec<u8>)> {
         let path = self.session_path();
         if let Some(problem) = self.not_a_session_file() {
             return Err(Error::Damaged { path, problem });
         }
         match fsutil::read_limited(&path, cap) {
-            Ok(Some(bytes)) => parse(&path, &bytes),
+            Ok(Some(bytes)) => parse(&path, &bytes).map(|s| (s, bytes)),
             Ok(None) => Err(Error::NoSession {
                 start: self.root.clone(),
             }),
@@ -157,10 +201,10 @@ impl Project {
             });
         }
         let _guard = lock::acquire_within(&self.state_dir(), limit)?;
-        let mut session = self.load_for_change()?;
+        let (mut session, ends) = self.load_for_change()?;
         let out = change(&mut session)?;
         super::history::move_out(self, &mut session)?;
-        self.save(&session)?;
+        self.save(&session, ends)?;
         Ok(out)
     }
 
@@ -179,7 +223,7 @@ impl Project {
                 path: self.session_path(),
             });
         }
-        self.save(session)
+        self.save(session, LineEnds::Lf)
     }
 
     /// Replaces the session file with `session` under the lock, without reading what is there
@@ -191,18 +235,56 @@ impl Project {
             });
         }
         let _guard = self.lock()?;
-        self.save(session)
+        let ends =
+            fsutil::read_limited(&self.session_path(), crate::limits::SESSION_RECOVERY_BYTES)
+                .ok()
+                .flatten()
+                .map_or(LineEnds::Lf, |b| LineEnds::of(&b));
+        self.save(session, ends)
     }
 
-    /// Saves atomically. Callers hold the lock.
+    /// Puts `bytes` (the kept copy of a good session, see [`super::backup`]) back as the
+    /// session file under the lock, after keeping what stands there now (a damaged file, or,
+    /// when `keep_current` says so, one that loads) in `aside`. Returns the session restored.
+    ///
+    /// Errors: [`Error::Damaged`] when `bytes` do not hold a good session; what stands at the
+    /// session path is not a file; the lock, the copy aside or the write failed (nothing was
+    /// replaced then).
+    pub fn restore(&self, bytes: &[u8], from: &Path, aside: &Path) -> Result<Session> {
+        let session = parse(from, bytes)?;
+        let _guard = self.lock()?;
+        let path = self.session_path();
+        if let Some(problem) = self.not_a_session_file() {
+            return Err(Error::Damaged { path, problem });
+        }
+        if let Some(current) =
+            fsutil::read_limited(&path, 4 * crate::limits::SESSION_RECOVERY_BYTES)
+                .map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?
+        {
+            let dir = aside.parent().unwrap_or(Path::new("."));
+            let guard = WriteGuard::new(dir).map_err(|e| Error::io(dir, e))?;
+            guard
+                .write(aside, &current, Named::ByUs, Links::Replace)
+                .map_err(|e| Error::write(aside, e))?;
+        }
+        let guard = WriteGuard::new(&self.root).map_err(|e| Error::io(&self.root, e))?;
+        guard
+            .write(&path, bytes, Named::ByUs, Links::Replace)
+            .map_err(|e| Error::write(&path, e))?;
+        super::summary::store(self, &session);
+        Ok(session)
+    }
+
+    /// Saves atomically, with the line ends the file had (`ends`). Callers hold the lock.
     ///
     /// Errors: [`Error::TooLarge`] (nothing written) when the file would be larger than
     /// [`MAX_SESSION_BYTES`], which [`Project::load`] would refuse.
-    fn save(&self, session: &Session) -> Result<()> {
+    fn save(&self, session: &Session, ends: LineEnds) -> Result<()> {
         let path = self.session_path();
         let mut bytes =
             to_json(session).map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
         bytes.push(b'\n');
+        let bytes = ends.apply(bytes);
         crate::limits::SESSION
             .check_write(bytes.len())
             .map_err(|problem| Error::TooLarge {
@@ -215,6 +297,31 @@ impl Project {
             .map_err(|e| Error::write(&path, e))?;
         // Still under the lock: the file's identity is the one just written.
         super::summary::store(self, session);
+        // The last good session, for `pas-agent recover`.
+        if let Err(e) = super::backup::keep(self, &bytes) {
+            crate::term::warn(&format!(
+                "the copy of the session that `pas-agent recover` brings back was not kept: {e}"
+            ));
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_ends_are_those_of_the_first_line() {
+        assert_eq!(LineEnds::of(b"{\r\n  \"a\": 1\r\n}\r\n"), LineEnds::CrLf);
+        assert_eq!(LineEnds::of(b"{\n}\n"), LineEnds::Lf);
+        assert_eq!(LineEnds::of(b"{}"), LineEnds::Lf);
+        assert_eq!(LineEnds::of(b"\n"), LineEnds::Lf);
+        let json = b"{\n  \"a\": \"x\\ny\"\n}\n".to_vec();
+        assert_eq!(
+            LineEnds::CrLf.apply(json.clone()),
+            b"{\r\n  \"a\": \"x\\ny\"\r\n}\r\n".to_vec()
+        );
+        assert_eq!(LineEnds::Lf.apply(json.clone()), json);
     }
 }

@@ -227,10 +227,13 @@ pub(super) fn write(session_path: &Path, summary: &Summary) -> Option<()> {
     // A cache, checked against the session file's identity before use: it needs no fsync
     // (a torn or lost summary only means the next reader loads the whole file).
     let guard = WriteGuard::new(dir).ok()?;
-    guard
+    let written = guard
         .write_volatile(&path, &bytes, Named::ByUs, Links::Replace)
         .ok()
-        .map(drop)
+        .map(drop);
+    // Temp files of writers killed mid-write (no lock guards this directory).
+    crate::fsutil::remove_old_temps(dir, crate::fsutil::OLD_TEMP);
+    written
 }
 
 /// The stored summary last parsed by [`with_fresh`], with its session file's path and identity,

@@ -199,9 +199,22 @@ fn bash_sources_silently_under_strict_options_and_registers_once() {
             "PROMPT_COMMAND=' ; history -a;'",
             r#"declare -- PROMPT_COMMAND="__pas_agent_precmd \"\$_\";history -a;""#,
         ),
+        // An array keeps its length: the hook joins its first command.
         (
             "PROMPT_COMMAND=(first 'second; x')",
-            r#"declare -a PROMPT_COMMAND=([0]="__pas_agent_precmd \"\$_\"" [1]="first" [2]="second; x")"#,
+            r#"declare -a PROMPT_COMMAND=([0]="__pas_agent_precmd \"\$_\";first" [1]="second; x")"#,
+        ),
+        (
+            "PROMPT_COMMAND=(only)",
+            r#"declare -a PROMPT_COMMAND=([0]="__pas_agent_precmd \"\$_\";only")"#,
+        ),
+        (
+            "PROMPT_COMMAND=('' second)",
+            r#"declare -a PROMPT_COMMAND=([0]="__pas_agent_precmd \"\$_\"" [1]="second")"#,
+        ),
+        (
+            "declare -a PROMPT_COMMAND=()",
+            r#"declare -a PROMPT_COMMAND=([0]="__pas_agent_precmd \"\$_\"")"#,
         ),
     ];
     for (preset, want) in cases {
@@ -256,6 +269,85 @@ fn bash_coexists_with_bash_preexec_either_way_round() {
             r#"declare -- PROMPT_COMMAND="__fake_bp_precmd;__pas_agent_precmd \"\$_\"""#,
         ]
     );
+}
+
+/// A stand-in for VS Code's bash shell integration, written for these tests (its script is
+/// not ours to copy), with the behaviour that matters here (microsoft/vscode,
+/// `shellIntegration-bash.sh`): it keeps the first (or only) PROMPT_COMMAND command, replaces
+/// it with its own prompt command that runs the kept one and then marks the prompt, and a
+/// DEBUG trap counts any command that runs after that mark as a command the user started.
+const FAKE_VSCODE: &str = r#"
+__fake_vsc_ready=
+__fake_vsc_log=()
+__fake_vsc_debug() {
+    if [[ -n $__fake_vsc_ready ]]; then
+        __fake_vsc_ready=
+        __fake_vsc_log+=("command start: $BASH_COMMAND")
+    fi
+}
+trap '__fake_vsc_debug' DEBUG
+__fake_vsc_original_prompt_command=${PROMPT_COMMAND:-}
+__fake_vsc_prompt_cmd() {
+    local status=$?
+    eval "${__fake_vsc_original_prompt_command:-:}"
+    __fake_vsc_log+=("prompt")
+    __fake_vsc_ready=1
+    return $status
+}
+PROMPT_COMMAND=__fake_vsc_prompt_cmd
+"#;
+
+#[test]
+fn bash_runs_before_vscodes_prompt_mark_with_a_string_or_an_array() {
+    let sb = Sandbox::with_session();
+    let fake = sb.tmp.path().join("fake-vscode.sh");
+    std::fs::write(&fake, FAKE_VSCODE).unwrap();
+    let fake = fake.to_string_lossy();
+    // Each PROMPT_COMMAND the user may have, with VS Code's integration loaded before the hook
+    // (installed by hand in ~/.bashrc) and after it (VS Code injects it after ~/.bashrc).
+    for preset in [
+        "unset PROMPT_COMMAND",
+        "PROMPT_COMMAND='history -a'",
+        "PROMPT_COMMAND=(only)",
+        "PROMPT_COMMAND=('history -a')",
+    ] {
+        for vscode_first in [true, false] {
+            let load = if vscode_first {
+                format!("source '{fake}'; eval \"$PAS_HOOK\"")
+            } else {
+                format!("eval \"$PAS_HOOK\"; source '{fake}'")
+            };
+            // Run every PROMPT_COMMAND element as bash does before a prompt, then one more
+            // command, as the user would: the first command the DEBUG trap sees after the
+            // prompt mark must be that one, not one of the prompt's.
+            let body = format!(
+                "only() {{ :; }}\n{preset}\n{load}\nset +e\n\
+                 for __c in \"${{PROMPT_COMMAND[@]}}\"; do eval \"$__c\"; done\n\
+                 trap - DEBUG\n\
+                 printf '%s\\n' \"${{__fake_vsc_log[@]}}\" \"segment: ${{PAS_AGENT_PROMPT-}}\"\n\
+                 declare -p PROMPT_COMMAND"
+            );
+            let out = quiet_success(&shell(&sb, "bash", BASH_STRICT, &body));
+            let lines: Vec<&str> = out.lines().collect();
+            let what = format!("{preset}, VS Code first: {vscode_first}");
+            assert_eq!(lines[0], "prompt", "{what}: {out}");
+            assert_eq!(lines[1], "command start: trap - DEBUG", "{what}: {out}");
+            assert_eq!(lines[2], "segment: Build the thing", "{what}: {out}");
+            // A string stayed a string; the user's array kept its one element.
+            if preset.contains('(') {
+                assert!(
+                    lines[3].starts_with("declare -a PROMPT_COMMAND=([0]="),
+                    "{what}: {out}"
+                );
+                assert!(!lines[3].contains("[1]="), "{what}: {out}");
+            } else {
+                assert!(
+                    lines[3].starts_with("declare -- PROMPT_COMMAND="),
+                    "{what}: {out}"
+                );
+            }
+        }
+    }
 }
 
 #[test]

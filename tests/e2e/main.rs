@@ -12,6 +12,7 @@ mod docs;
 mod ecosystem;
 mod export;
 mod exports;
+mod field_kinds;
 mod field_runs;
 mod field_terminal;
 mod freeze;

@@ -913,3 +913,303 @@ fn codex_records_progress_through_pas_agent_mcp() {
         "the tool's answer reached the model"
     );
 }
+
+// ---- The field, round 3: bounded and pageable, pinned projects, oversized messages ----
+
+/// The largest answer `read_session` may give, text and structured content each (Claude Code
+/// puts results over 50,000 characters in a file, and warns above 10,000 tokens).
+const ANSWER_CHARS: usize = 25_000;
+
+/// A session whose task lists hold `lists` (name, items), written as the file.
+fn session_with_items(sb: &Sandbox, description: &str, lists: &[(&str, Vec<String>)]) {
+    let mut s = sb.session();
+    s["task"]["description"] = json!(description);
+    for (name, items) in lists {
+        s["task"][*name] = json!(items);
+    }
+    sb.write(SESSION, serde_json::to_vec_pretty(&s).unwrap());
+}
+
+/// Reads every page; returns each list's items as `(number, text)` in the order given, and
+/// checks every answer's size.
+fn read_all_pages(c: &mut Client) -> std::collections::BTreeMap<String, Vec<(u64, String)>> {
+    let mut got: std::collections::BTreeMap<String, Vec<(u64, String)>> = Default::default();
+    let mut page = 1u64;
+    loop {
+        let r = c.call_ok("read_session", json!({"page": page}));
+        let shown = text(&r);
+        let structured = r["structuredContent"].clone();
+        assert!(
+            shown.chars().count() <= ANSWER_CHARS,
+            "page {page}: {} characters of text",
+            shown.chars().count()
+        );
+        let json_len = structured.to_string().chars().count();
+        assert!(
+            json_len <= ANSWER_CHARS,
+            "page {page}: {json_len} characters of structured content"
+        );
+        let first = &structured["page"]["first_numbers"];
+        for list in [
+            "completed",
+            "remaining",
+            "blockers",
+            "decisions",
+            "constraints",
+            "discoveries",
+        ] {
+            let items = structured["task"][list]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let from = first[list].as_u64().unwrap_or(1);
+            for (i, item) in items.iter().enumerate() {
+                let n = from + i as u64;
+                let item = item.as_str().unwrap().to_string();
+                // The text numbers it the same way.
+                let head: String = item.chars().take(30).collect();
+                assert!(
+                    shown.contains(&format!("{n:>2}. {head}")),
+                    "page {page}: #{n} of {list}"
+                );
+                got.entry(list.to_string()).or_default().push((n, item));
+            }
+        }
+        match structured["page"]["next"].as_u64() {
+            Some(next) => {
+                assert!(
+                    shown.contains("Not all here") && shown.contains(&format!("\"page\": {next}")),
+                    "{shown}"
+                );
+                assert!(
+                    structured["left_out"]
+                        .as_str()
+                        .is_some_and(|l| l.contains("page"))
+                );
+                page = next;
+            }
+            None => break,
+        }
+    }
+    got
+}
+
+#[test]
+fn read_session_is_bounded_and_pages_through_every_kind_of_large_session() {
+    let long = |n: usize, c: char| -> String { std::iter::repeat_n(c, n).collect() };
+    type Lists = Vec<(&'static str, Vec<String>)>;
+    let cases: Vec<(&str, String, Lists)> = vec![
+        (
+            "many small items",
+            "Task".into(),
+            vec![(
+                "remaining",
+                (0..3000)
+                    .map(|i| format!("item {i} {}", long(190, 'r')))
+                    .collect(),
+            )],
+        ),
+        (
+            "few huge items",
+            long(30_000, 'T'),
+            vec![(
+                "decisions",
+                (0..40)
+                    .map(|i| format!("d{i} {}", long(9_000, 'd')))
+                    .collect(),
+            )],
+        ),
+        (
+            "every list",
+            "Task".into(),
+            vec![
+                (
+                    "completed",
+                    (0..400)
+                        .map(|i| format!("c{i} {}", long(100, 'c')))
+                        .collect(),
+                ),
+                (
+                    "remaining",
+                    (0..400)
+                        .map(|i| format!("r{i} {}", long(100, 'r')))
+                        .collect(),
+                ),
+                (
+                    "blockers",
+                    (0..400)
+                        .map(|i| format!("b{i} {}", long(100, 'b')))
+                        .collect(),
+                ),
+                (
+                    "discoveries",
+                    (0..400)
+                        .map(|i| format!("v{i} {}", long(100, 'v')))
+                        .collect(),
+                ),
+            ],
+        ),
+    ];
+    for (what, description, lists) in cases {
+        let sb = Sandbox::with_session();
+        session_with_items(&sb, &description, &lists);
+        let mut c = Client::ready(&sb, &[]);
+        let got = read_all_pages(&mut c);
+        for (list, items) in &lists {
+            let seen = &got[*list];
+            assert_eq!(seen.len(), items.len(), "{what}: {list}");
+            for (i, (n, item)) in seen.iter().enumerate() {
+                assert_eq!(*n, i as u64 + 1, "{what}: {list} numbered in order");
+                let whole = &items[i];
+                if whole.chars().count() <= 2000 {
+                    assert_eq!(item, whole, "{what}");
+                } else {
+                    assert!(
+                        item.contains("cut:") && whole.starts_with(item.split('…').next().unwrap()),
+                        "{what}"
+                    );
+                }
+            }
+        }
+        c.finish();
+    }
+    // A small session answers in one piece, as before.
+    let sb = Sandbox::with_session();
+    let mut c = Client::ready(&sb, &[]);
+    let r = c.call_ok("read_session", json!({}));
+    assert!(r["structuredContent"].get("page").is_none(), "{r}");
+    assert!(!text(&r).contains("Not all here"));
+    c.finish();
+}
+
+#[test]
+fn read_session_refuses_unknown_arguments_and_pages_that_do_not_exist() {
+    let sb = Sandbox::with_session();
+    let mut c = Client::ready(&sb, &[]);
+    for args in [
+        json!({"pages": 2}),
+        json!({"page": 0}),
+        json!({"page": "2"}),
+        json!({"page": 1.5}),
+        json!({"verbose": true}),
+    ] {
+        let r = c.request(
+            "tools/call",
+            json!({"name": "read_session", "arguments": args}),
+        );
+        let refused = r.get("error").is_some() || r["result"]["isError"] == true;
+        assert!(refused, "{args}: {r}");
+    }
+    let (shown, structured) = c.call_err("read_session", json!({"page": 2}));
+    assert!(
+        shown.contains("no page 2") && shown.contains("1 page"),
+        "{shown}"
+    );
+    assert_eq!(structured["exit_code"], 2);
+    c.alive();
+    c.finish();
+}
+
+#[test]
+fn a_server_started_outside_any_session_points_at_dash_c() {
+    let sb = Sandbox::repo();
+    let mut c = Client::ready(&sb, &[]);
+    for (tool, args) in [
+        ("read_session", json!({})),
+        ("update_session", json!({"next": "x"})),
+        ("checkpoint", json!({"message": "x"})),
+    ] {
+        let (shown, structured) = c.call_err(tool, args);
+        assert!(
+            shown.contains("pas-agent -C") && shown.contains("started in"),
+            "{tool}: {shown}"
+        );
+        assert_eq!(structured["exit_code"], 3);
+    }
+    c.finish();
+}
+
+#[test]
+fn mcp_config_with_dash_c_pins_the_project() {
+    let sb = Sandbox::with_session();
+    sb.write("sub/x.txt", "x\n");
+    for agent in ["claude", "codex", "gemini", "opencode"] {
+        for dir in [".", "sub"] {
+            let out = sb.run_in(dir, &["-C", ".", "mcp", "--config", agent]);
+            assert!(
+                out.status.success(),
+                "{agent}: {}",
+                crate::common::stderr(&out)
+            );
+            let snippet = String::from_utf8_lossy(&out.stdout).into_owned();
+            let root = sb.work.to_string_lossy().into_owned();
+            assert!(
+                snippet.contains("-C") && snippet.contains(&root),
+                "{agent} in {dir}: {snippet}"
+            );
+            // Without -C: the directory the agent starts it in.
+            let plain = sb.run_in(dir, &["mcp", "--config", agent]);
+            assert!(
+                !String::from_utf8_lossy(&plain.stdout).contains(&root),
+                "{agent}"
+            );
+        }
+    }
+    // A directory without a session yet is pinned as it is.
+    let other = Sandbox::plain();
+    let out = other.ok(&["-C", ".", "mcp", "--config", "claude"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["mcpServers"]["pas-agent"]["args"],
+        json!(["-C", other.work.to_string_lossy(), "mcp"])
+    );
+}
+
+#[test]
+fn an_oversized_message_gets_an_error_with_its_id() {
+    let sb = Sandbox::with_session();
+    let mut c = Client::ready(&sb, &[]);
+    let big = "x".repeat(16 * 1024 * 1024 + 10);
+    for (id, line) in [
+        (
+            json!(901),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":901,"method":"tools/call","params":{{"name":"update_session","arguments":{{"next":"{big}"}}}}}}"#
+            ),
+        ),
+        (
+            json!(902),
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"update_session","arguments":{{"next":"{big}"}}}},"id":902}}"#
+            ),
+        ),
+        (
+            json!("big-one"),
+            format!(
+                r#"{{"id":"big-one","jsonrpc":"2.0","method":"tools/call","params":{{"x":"{big}"}}}}"#
+            ),
+        ),
+    ] {
+        c.send_raw(&line);
+        let deadline = Instant::now() + PATIENCE;
+        let answer = loop {
+            assert!(Instant::now() < deadline, "no answer to {id}");
+            let m = c.recv();
+            if m["id"] == id {
+                break m;
+            }
+        };
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("16777216"), "{message}");
+        c.alive();
+    }
+    // Without an id there is no one to answer; the server goes on.
+    c.send_raw(&format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/x","params":{{"x":"{big}"}}}}"#
+    ));
+    c.alive();
+    let r = c.call_ok("read_session", json!({}));
+    assert!(text(&r).contains("Build the thing"));
+    c.finish();
+}

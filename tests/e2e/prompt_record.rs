@@ -112,5 +112,8 @@ fn a_running_agent_and_an_unreadable_session_show_as_before() {
     sb.write(".pas-agent/session.json", "{ damaged");
     let (segment, notice) = shown(&sb);
     assert_eq!(segment, "session damaged");
-    assert!(notice.contains("cannot be read"), "{notice}");
+    assert!(
+        notice.contains("damaged") && notice.contains("pas-agent recover"),
+        "{notice}"
+    );
 }

@@ -465,17 +465,15 @@ fn resume_conflicts_with_the_users_own_session_choice() {
 fn resume_prefers_the_session_started_in_this_directory() {
     let sb = Sandbox::with_session();
     std::fs::create_dir_all(sb.path("docs")).unwrap();
-    // Qwen Code takes the session id the launcher chooses (`--session-id`); the launcher
-    // records it only once Qwen Code's store holds that chat, so the stand-in writes it where
-    // Qwen Code 0.15.10 does: ~/.qwen/projects/<cwd, non-alphanumerics as '-'>/chats/<id>.jsonl.
+    // Qwen Code takes the session id the launcher chooses (`--session-id`), and keeps the chat
+    // under its directory's key (which the launcher checks before a resume).
     sb.stand_in(
         "qwen",
         r#"printf '%s|' "$@" > "$ARGS_FILE"
-prev=""; id=""
-for a in "$@"; do [ "$prev" = --session-id ] && id=$a; prev=$a; done
-if [ -n "$id" ]; then
-  d="$HOME/.qwen/projects/$(pwd | sed 's/[^A-Za-z0-9]/-/g')/chats"
-  mkdir -p "$d" && echo '{}' > "$d/$id.jsonl"
+if [ "$1" = --session-id ]; then
+  d="$HOME/.qwen/projects/$(pwd -P | sed 's/[^A-Za-z0-9]/-/g')/chats"
+  mkdir -p "$d"
+  printf '{"sessionId":"%s","cwd":"%s","type":"user"}\n' "$2" "$(pwd -P)" > "$d/$2.jsonl"
 fi"#,
     );
     let args_file = sb.path("args.txt");

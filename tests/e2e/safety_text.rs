@@ -399,6 +399,23 @@ fn resume_never_passes_a_recorded_id_that_is_not_the_agents_own_shape() {
             "[ \"$1\" = export ] && exit 1\nprintf '%s|' \"$@\" > args.txt",
         );
         record_session_id(&sb, agent, id);
+        // Claude Code's store must hold the conversation where Claude, started here, looks
+        // (a resume is checked before the launch).
+        if agent == "claude-code" {
+            let key: String = sb
+                .work
+                .to_string_lossy()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect();
+            let file = sb
+                .home
+                .join(".claude/projects")
+                .join(key)
+                .join(format!("{id}.jsonl"));
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, "{}\n").unwrap();
+        }
         let out = sb.run(&["run", exe, "--resume", "--no-export", "--no-checkpoint"]);
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(

@@ -18,6 +18,11 @@ use crate::term::clean_line;
 /// `path` in `project`).
 pub fn fix_for(project: &Project, path: &Path, error: &Error) -> String {
     match error {
+        // The copy pas-agent kept at the last save comes first: it loses nothing.
+        Error::Damaged { .. } if crate::session::backup::read(project).is_some() => {
+            "pas-agent recover (the session as pas-agent last saved it; the damaged file is kept)"
+                .to_string()
+        }
         Error::Unmerged { .. } => "pas-agent resolve".to_string(),
         Error::TooLarge { .. } => "pas-agent prune".to_string(),
         _ if tracked(project, path) => format!(
