@@ -229,6 +229,12 @@ pub struct FileState {
     /// tool; the original ignores it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint_outside_block: Option<String>,
+    /// In a run's `files_changed` only: the file changed in the work tree during the run while
+    /// another run of the session was working in it too, and the run's own transcript does not
+    /// name it among the files its tools edited, so the change may be the other run's (an
+    /// addition of this tool; absent, meaning `false`, everywhere else).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub shared: bool,
     /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
@@ -242,6 +248,7 @@ impl FileState {
             status,
             fingerprint: None,
             fingerprint_outside_block: None,
+            shared: false,
             extra: Extra::new(),
         }
     }
@@ -387,6 +394,90 @@ impl<'de> Deserialize<'de> for RunState {
     }
 }
 
+/// What a run that did no work amounted to (`runs[].outcome`, docs/format.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// `failed_start`: the agent exited non-zero within [`FAILED_START_MS`] without an answer
+    /// from its model, a tool call, a commit or a changed file: it never got to work (no
+    /// authentication, an untrusted folder, a bad flag).
+    FailedStart,
+    /// `nothing_asked`: the agent's session holds no prompt and no answer, and nothing changed
+    /// (it was opened and closed).
+    NothingAsked,
+    /// An outcome written by a newer pas-agent, kept as is.
+    Other(String),
+}
+
+/// A run that exits non-zero within this many milliseconds (60 s) without doing anything
+/// failed to start. Failures to start take seconds (checked: Claude Code 2.1.197 not logged
+/// in 1.6 s, Codex 0.171.0 without a key 0.8 s, with a bad key 6.6 s, Gemini CLI 0.61.0 without
+/// authentication or in an untrusted folder 3-4 s, 16 s on a cold start).
+pub const FAILED_START_MS: u64 = 60_000;
+
+impl Outcome {
+    /// The name stored in `session.json`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Outcome::FailedStart => "failed_start",
+            Outcome::NothingAsked => "nothing_asked",
+            Outcome::Other(s) => s,
+        }
+    }
+
+    /// How `runs` shows it in its state column.
+    pub fn label(&self) -> &str {
+        match self {
+            Outcome::FailedStart => "failed start",
+            Outcome::NothingAsked => "nothing asked",
+            Outcome::Other(s) => s,
+        }
+    }
+
+    /// What a finished run amounted to, judged from its record (exit code, duration, commits,
+    /// files, and the transcript read from the agent's store): `None` for a run that worked,
+    /// or that cannot be judged (no transcript: pas-agent does not read that agent's store,
+    /// or the run is still going).
+    pub fn of(run: &Run) -> Option<Outcome> {
+        let t = run.transcript.as_ref()?;
+        if run.state == RunState::Running {
+            return None;
+        }
+        let worked = !run.commits.is_empty()
+            || !run.files_changed.is_empty()
+            || !t.edits.is_empty()
+            || !t.commands.is_empty()
+            || t.last_answer.is_some();
+        if worked {
+            return None;
+        }
+        let quick = run.duration_ms.is_some_and(|ms| ms <= FAILED_START_MS);
+        match run.exit_code {
+            Some(code) if code != 0 && quick => Some(Outcome::FailedStart),
+            Some(0) | None if t.source.is_some() && t.prompts.is_empty() => {
+                Some(Outcome::NothingAsked)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Outcome {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(match s.as_str() {
+            "failed_start" => Outcome::FailedStart,
+            "nothing_asked" => Outcome::NothingAsked,
+            _ => Outcome::Other(s),
+        })
+    }
+}
+
 /// A commit made during a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitRef {
@@ -469,6 +560,12 @@ pub struct Run {
     /// after-record (or a later reconcile) computes `files_changed`. Dropped once finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Vec<FileState>>,
+    /// What the run amounted to, when it did no work: the agent failed to start, or nothing was
+    /// asked in its session ([`Outcome`]); absent for a run that worked (and for runs recorded
+    /// before this field existed). Such runs are listed by `runs` but left out of the block's
+    /// recent runs (an addition; the original ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
     /// What the agent itself said during the run, read from its own session store after it
     /// exited ([`crate::agents::Agent::transcript`]): prompts, last answer, model, tokens, or why they are
     /// missing. Absent for programs whose store pas-agent does not read, for runs recorded

@@ -20,7 +20,11 @@
 //!     (`payload.message`), or `task_complete` (`payload.last_agent_message`): an answer;
 //!   - `event_msg` `token_count`: `payload.info.last_token_usage` (`input_tokens`,
 //!     `output_tokens`, `cached_input_tokens`, `cache_write_input_tokens`) of one model call;
-//!   - `turn_context`: `payload.model`.
+//!   - `turn_context`: `payload.model`;
+//!   - `event_msg` `item_completed` with a `FileChange` item (`changes`: each path the
+//!     `apply_patch` tool wrote) or a `CommandExecution` item (`command`, `exit_code`): the
+//!     files its tools edited and the commands they ran (checked: codex-cli 0.171.0, in
+//!     `exec` and in the TUI).
 //! - **Hooks**: `.codex/config.toml` (and `config.toml` in its home), `[[hooks.<Event>]]`
 //!   tables for `SessionStart`, `Stop`, `SessionEnd` (developers.openai.com/codex/hooks;
 //!   checked: codex-cli 0.171.0, tests/e2e/integrate.rs).
@@ -30,6 +34,7 @@
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 
 use super::hooks::{Event, Format, Hooks, Unit};
 use super::mcp::{Mcp, OneRun, Shape};
@@ -294,6 +299,10 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
                     match item["type"].as_str().unwrap_or_default() {
                         "UserMessage" => c.prompt(&text_of(&item["content"], &[])),
                         "AgentMessage" => c.answer(&text_of(&item["content"], &[])),
+                        "FileChange" => file_change(item, c),
+                        "CommandExecution" => {
+                            c.ran(&command_line(&item["command"]), item["exit_code"].as_i64());
+                        }
                         _ => {}
                     }
                 }
@@ -323,6 +332,45 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
     c
 }
 
+/// The files of a completed `FileChange` item (`apply_patch`): `changes` maps each path to
+/// `{"type": "add"|"update"|"delete", …}` (checked: codex-cli 0.171.0; a list of
+/// `{"path", …}` is read too). A patch that failed wrote nothing.
+fn file_change(item: &Value, c: &mut Collector) {
+    if item["status"].as_str().is_some_and(|s| s != "completed") {
+        return;
+    }
+    match &item["changes"] {
+        Value::Object(map) => map.keys().for_each(|p| c.edited(p)),
+        Value::Array(list) => list
+            .iter()
+            .filter_map(|ch| ch["path"].as_str())
+            .for_each(|p| c.edited(p)),
+        _ => {}
+    }
+}
+
+/// A `CommandExecution` item's `command` as the user would type it: the script of a
+/// `["/bin/bash", "-lc", "<script>"]` call, else the words joined (checked: codex-cli 0.171.0
+/// runs `exec_command` through the user's shell with `-lc`).
+fn command_line(command: &Value) -> String {
+    match command {
+        Value::String(s) => s.clone(),
+        Value::Array(words) => {
+            let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+            match words.as_slice() {
+                [shell, flag, script]
+                    if matches!(*flag, "-lc" | "-c")
+                        && shell.rsplit('/').next().is_some_and(|s| s.ends_with("sh")) =>
+                {
+                    (*script).to_string()
+                }
+                _ => words.join(" "),
+            }
+        }
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::store::Candidate;
@@ -350,6 +398,27 @@ mod tests {
         assert_eq!(t.model.as_deref(), Some("gpt-x"));
         assert_eq!(t.tokens.unwrap().input, Some(7));
         assert!(t.missing.is_none());
+    }
+
+    /// A rollout Codex 0.171.0's TUI wrote: an `apply_patch` and two failing commands.
+    #[test]
+    fn the_files_its_tools_wrote_and_the_commands_they_ran_with_their_exit_codes() {
+        let text = include_str!("../../tests/fixtures/transcripts/codex-tui-write-runcmd-runfalse.jsonl");
+        let t = parse(text, DateTime::UNIX_EPOCH).finish(Path::new("/r.jsonl"));
+        assert_eq!(
+            t.edits,
+            ["/work/notes/probe-c/scratch/pas-codex/work/probe_written.txt"]
+        );
+        let ran: Vec<(&str, Option<i64>)> = t
+            .commands
+            .iter()
+            .map(|c| (c.command.as_str(), c.exit_code))
+            .collect();
+        assert_eq!(ran, [("ls /nonexistent", Some(2)), ("false", Some(1))]);
+        assert_eq!(
+            command_line(&serde_json::json!(["git", "status"])),
+            "git status"
+        );
     }
 
     fn write(path: &Path, text: &str) {

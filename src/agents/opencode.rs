@@ -12,7 +12,8 @@
 //!   {"read","write"}}},"parts":[{"type":"text","text"}…]}…]}` (checked: opencode 1.18.33 `run`
 //!   and `run --session` against a mock model).
 //! - **Transcript**: messages created after `since`: a user message's text parts are a
-//!   prompt, an assistant message's text parts an answer (with its model and tokens). The
+//!   prompt, an assistant message's text parts an answer (with its model and tokens), and its
+//!   `tool` parts the files its tools wrote and the commands they ran (see `tool_part`). The
 //!   commands run in the run's directory with a timeout, and at most
 //!   [`crate::limits::TRANSCRIPT`] bytes of their output are read.
 //! - **MCP**: `mcp` in `opencode.json` (opencode.ai/docs/mcp-servers); no option for one run.
@@ -202,6 +203,11 @@ fn read(program: &Path, id: &str, cwd: &Path, since: DateTime<Utc>) -> Transcrip
         match info["role"].as_str().unwrap_or_default() {
             "user" => c.prompt(&text),
             "assistant" => {
+                for part in m["parts"].as_array().into_iter().flatten() {
+                    if part["type"] == "tool" {
+                        tool_part(part, &mut c);
+                    }
+                }
                 if let Some(model) = info["modelID"].as_str() {
                     c.model(model);
                 }
@@ -220,4 +226,68 @@ fn read(program: &Path, id: &str, cwd: &Path, since: DateTime<Utc>) -> Transcrip
         }
     }
     c.finish(Path::new(&format!("{name} export {id}")))
+}
+
+/// A completed tool call of an assistant message, `{"type": "tool", "tool", "state":
+/// {"status", "input", "metadata"}}`: the files `edit` and `write` wrote (`input.filePath`)
+/// and those an `apply_patch` names (`*** Add File:`, `*** Update File:`, `*** Delete File:`,
+/// `*** Move to:` lines of `input.patchText`), and the commands `bash` ran (`input.command`)
+/// with their exit code (`metadata.exit`) (checked: the tools of opencode 1.18.33's bundle).
+fn tool_part(part: &Value, c: &mut Collector) {
+    let state = &part["state"];
+    if state["status"] != "completed" {
+        return;
+    }
+    let input = &state["input"];
+    match part["tool"].as_str().unwrap_or_default() {
+        "edit" | "write" => c.edited(input["filePath"].as_str().unwrap_or_default()),
+        "apply_patch" => {
+            for line in input["patchText"].as_str().unwrap_or_default().lines() {
+                let path = [
+                    "*** Add File: ",
+                    "*** Update File: ",
+                    "*** Delete File: ",
+                    "*** Move to: ",
+                ]
+                .iter()
+                .find_map(|h| line.strip_prefix(h));
+                if let Some(path) = path {
+                    c.edited(path.trim());
+                }
+            }
+        }
+        "bash" => c.ran(
+            input["command"].as_str().unwrap_or_default(),
+            state["metadata"]["exit"].as_i64(),
+        ),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_its_tools_wrote_and_the_commands_they_ran() {
+        let tool = |tool: &str, status: &str, input: Value, metadata: Value| {
+            serde_json::json!({"type": "tool", "tool": tool,
+                "state": {"status": status, "input": input, "metadata": metadata}})
+        };
+        let parts = [
+            tool("write", "completed", serde_json::json!({"filePath": "/w/a.rs", "content": "x"}), Value::Null),
+            tool("edit", "error", serde_json::json!({"filePath": "/w/refused.rs"}), Value::Null),
+            tool("apply_patch", "completed", serde_json::json!({"patchText": "*** Begin Patch\n*** Update File: /w/b.rs\n@@\n-x\n+y\n*** Add File: /w/c.rs\n+z\n*** End Patch"}), Value::Null),
+            tool("bash", "completed", serde_json::json!({"command": "cargo test"}), serde_json::json!({"exit": 101})),
+            tool("read", "completed", serde_json::json!({"filePath": "/w/d.rs"}), Value::Null),
+        ];
+        let mut c = Collector::default();
+        for p in &parts {
+            tool_part(p, &mut c);
+        }
+        let t = c.finish(Path::new("/x"));
+        assert_eq!(t.edits, ["/w/a.rs", "/w/b.rs", "/w/c.rs"]);
+        assert_eq!(t.commands.len(), 1);
+        assert_eq!(t.commands[0].exit_code, Some(101));
+    }
 }

@@ -110,20 +110,23 @@ pub fn run(args: RunsArgs) -> Result<i32> {
     // the columns after it line up whatever the names.
     let agents: Vec<String> = session.runs.iter().map(|r| clean_line(&r.agent)).collect();
     let agent_w = column_width("agent", &agents);
+    // A run that did no work shows what it amounted to (`failed start`, `nothing asked`).
+    let states: Vec<String> = session.runs.iter().map(state_label).collect();
+    let state_w = states.iter().map(|s| s.width()).max().unwrap_or(0).max(9);
     let mut out = Out::new();
     let _ = writeln!(
         out,
-        "{:>3}  {:<20}  {}  {:<9}  {:>6}  {:>8}  {:>7}  {:>5}  session",
+        "{:>3}  {:<20}  {}  {}  {:>6}  {:>8}  {:>7}  {:>5}  session",
         "#",
         "started",
         pad("agent", agent_w),
-        "state",
+        pad("state", state_w),
         "exit",
         "time",
         "commits",
         "files"
     );
-    for (i, (r, agent)) in session.runs.iter().zip(&agents).enumerate() {
+    for (i, ((r, agent), state)) in session.runs.iter().zip(&agents).zip(&states).enumerate() {
         let exit = match (r.exit_code, r.signal) {
             (Some(c), _) => c.to_string(),
             (None, Some(s)) => format!("sig{s}"),
@@ -136,7 +139,7 @@ pub fn run(args: RunsArgs) -> Result<i32> {
             minute(&r.started_at),
             pad(agent, agent_w),
         );
-        out.paint(state_style(r), &format!("{:<9}", r.state.as_str()));
+        out.paint(state_style(r), &pad(state, state_w));
         let _ = writeln!(
             out,
             "  {:>6}  {:>8}  {:>7}  {:>5}  {}",
@@ -151,12 +154,22 @@ pub fn run(args: RunsArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// The colour of a run's state: running cyan, a failure (non-zero exit, signal, abandoned)
-/// red, a clean exit green.
+/// What the state column says of a run: its outcome when it did no work, else its state.
+fn state_label(run: &Run) -> String {
+    match &run.outcome {
+        Some(o) if run.state == RunState::Finished => clean_line(o.label()),
+        _ => clean_line(run.state.as_str()),
+    }
+}
+
+/// The colour of a run's state: running cyan, a failure (non-zero exit, signal, abandoned,
+/// a failed start) red, a session with nothing asked dim, a clean exit green.
 fn state_style(run: &Run) -> anstyle::Style {
     match run.state {
         RunState::Running => style::LIVE,
         RunState::Abandoned => style::BAD,
+        _ if run.outcome == Some(crate::model::Outcome::NothingAsked) => style::DIM,
+        _ if run.outcome == Some(crate::model::Outcome::FailedStart) => style::BAD,
         _ if run.exit_code == Some(0) => style::GOOD,
         _ if run.exit_code.is_some() || run.signal.is_some() => style::BAD,
         _ => anstyle::Style::new(),
@@ -252,6 +265,25 @@ fn one(
         _ => "unknown".into(),
     };
     let _ = writeln!(out, "Outcome:  {outcome}");
+    match &r.outcome {
+        Some(crate::model::Outcome::FailedStart) => {
+            let _ = writeln!(
+                out,
+                "Result:   failed start: it ended within {} s with no answer from its model, no tool call and no change (left out of the block's recent runs)",
+                crate::model::FAILED_START_MS / 1000
+            );
+        }
+        Some(crate::model::Outcome::NothingAsked) => {
+            let _ = writeln!(
+                out,
+                "Result:   nothing asked: its session holds no prompt and nothing changed (left out of the block's recent runs)"
+            );
+        }
+        Some(other) => {
+            let _ = writeln!(out, "Result:   {}", clean_line(other.as_str()));
+        }
+        None => {}
+    }
     if let Some(id) = &r.agent_session_id {
         let _ = writeln!(out, "Session:  {}", clean_line(id));
     } else if let Some(serde_json::Value::String(note)) =
@@ -306,9 +338,14 @@ fn one(
                 )
             );
             for f in &r.files_changed {
+                let shared = if f.shared {
+                    "; shared: another run worked here at the same time, and this run's transcript does not name it"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     out,
-                    "  {} ({})",
+                    "  {} ({}{shared})",
                     clean_line(&f.path),
                     clean_line(&f.status.describe())
                 );
@@ -365,6 +402,36 @@ fn words(out: &mut String, r: &Run) {
         let _ = writeln!(out, "\nPrompts{omitted}:");
         for p in &t.prompts {
             let _ = writeln!(out, "{}", indent(p));
+        }
+    }
+    if !t.edits.is_empty() {
+        let omitted = if t.edits_omitted > 0 {
+            format!(" ({} more not kept)", t.edits_omitted)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "\nEdited by its tools{omitted}:");
+        for e in &t.edits {
+            let _ = writeln!(out, "  {}", clean_line(e));
+        }
+    }
+    if !t.commands.is_empty() {
+        let omitted = if t.commands_omitted > 0 {
+            format!(" ({} earlier not kept)", t.commands_omitted)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "\nCommands{omitted}:");
+        for c in &t.commands {
+            let exit = c
+                .exit_code
+                .map_or_else(|| "exit ?".to_string(), |code| format!("exit {code}"));
+            let mut lines = c.command.lines();
+            let first = lines.next().unwrap_or_default();
+            let _ = writeln!(out, "  [{exit}] {}", clean_line(first));
+            for more in lines {
+                let _ = writeln!(out, "           {}", clean_line(more));
+            }
         }
     }
     if let Some(answer) = &t.last_answer {

@@ -177,6 +177,14 @@ pub fn here(cwd: &std::path::Path) {
     let Some(found) = Project::find_opt(cwd) else {
         return;
     };
+    // Agent sessions seen through their hooks whose run was not recorded when they ended.
+    if super::hooked::any_over(&found)
+        && let Err(e) = super::hooked::complete(&found, super::hooked::Turn::Skip)
+    {
+        crate::term::warn(&format!(
+            "could not record the agent sessions that ended: {e}"
+        ));
+    }
     match project(&found) {
         Ok(closed) => report(&closed),
         // The command itself loads the session next and reports these, once.

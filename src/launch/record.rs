@@ -122,6 +122,7 @@ fn running_record(
         checkpoint_after: None,
         capture: plan.capture.clone(),
         baseline: None,
+        outcome: None,
         transcript: None,
         extra: Default::default(),
     }
@@ -288,7 +289,16 @@ pub fn git_outcome(
     head_before: Option<&str>,
     baseline: &[FileState],
 ) -> GitOutcome {
-    let tree = live_tree(repo);
+    git_outcome_of(repo, live_tree(repo), head_before, baseline)
+}
+
+/// [`git_outcome`] with the work tree as it is now, `tree`, read already by the caller.
+pub fn git_outcome_of(
+    repo: Option<&Repo>,
+    tree: Option<WorkTree>,
+    head_before: Option<&str>,
+    baseline: &[FileState],
+) -> GitOutcome {
     let head_after = tree.as_ref().and_then(|t| t.head.commit.clone());
     let (commits, committed) = match (repo, &head_after) {
         (Some(repo), Some(after)) if head_before != Some(after.as_str()) => {
@@ -463,6 +473,10 @@ pub fn finish(
     let git_unknown = tree.is_none() && (started.repo.is_some() || started.git_unknown);
     let run_id = started.run_id;
     let nonce = started.nonce.clone();
+    // Agent sessions started outside the launcher that are still going on: their files are
+    // not known yet (see `attribution`).
+    let live = super::hooked::in_progress(project, None);
+    let top = started.repo.as_ref().map(|r| r.top.clone());
     // The agent's outcome is known only now: wait longer for the lock than a command would,
     // rather than lose it.
     let patience = crate::session::lock::timeout().max(AFTER_RECORD_LOCK_WAIT);
@@ -525,12 +539,45 @@ pub fn finish(
                     }
                 }
         });
-        let (session_id, session_note) = super::session_id::choose(
-            &agent_session,
-            &claimed,
-            unresolved,
-            plan.agent.map_or(plan.label.as_str(), |a| a.name),
-        );
+        let agent_name = plan.agent.map_or(plan.label.as_str(), |a| a.name);
+        let (session_id, mut session_note) =
+            super::session_id::choose(&agent_session, &claimed, unresolved, agent_name);
+        let unconfirmed = match (&session_id, &agent_session.unconfirmed) {
+            (None, Some(id)) if session_note.is_none() => {
+                session_note = Some(format!(
+                    "pas-agent started it with session id {id}, but {agent_name}'s store holds no session under that id: the agent did not start one"
+                ));
+                Some(id.clone())
+            }
+            _ => None,
+        };
+        // The agent's hooks may have recorded this very session (they ran with another
+        // environment than the launcher's): the launcher's record is the one kept.
+        let mut index = index;
+        if let Some(id) = session_id.as_deref().or(s.runs[index].agent_session_id.as_deref()) {
+            let id = id.to_string();
+            let me = &s.runs[index];
+            let (agent, from) = (me.agent.clone(), me.started_at);
+            if super::hooked::drop_inside(&mut s.runs, &agent, &id, from, ended_at) > 0 {
+                index = s
+                    .runs
+                    .iter()
+                    .position(|r| r.id == run_id && r.nonce.as_deref() == Some(nonce.as_str()))
+                    .unwrap_or(index);
+            }
+        }
+        let others: Vec<super::attribution::Other> = top
+            .as_ref()
+            .map(|top| {
+                s.runs
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != index)
+                    .filter_map(|(_, r)| super::attribution::Other::of_run(r, top))
+                    .chain(live.iter().cloned())
+                    .collect()
+            })
+            .unwrap_or_default();
         let run = &mut s.runs[index];
         run.state = RunState::Finished;
         run.ended_at = Some(ended_at);
@@ -540,7 +587,6 @@ pub fn finish(
         run.head_after = head_after.clone();
         run.commits = commits.clone();
         run.files_changed = files_changed.clone();
-        crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
         run.checkpoint_after = checkpoint_after.flatten();
         if session_id.is_some() {
             run.agent_session_id = session_id;
@@ -548,6 +594,28 @@ pub fn finish(
         if let Some(t) = words.for_session(run.agent_session_id.as_deref()) {
             run.transcript = Some(t);
         }
+        if let (Some(id), Some(t)) = (&unconfirmed, run.transcript.as_mut())
+            && run.agent_session_id.is_none()
+        {
+            *t = crate::model::Transcript::missing(format!(
+                "{agent_name}'s store holds no session {id}, the id pas-agent started it with"
+            ));
+        }
+        // Whose files: the agent's own transcript against the other runs at that time.
+        let own = top.as_ref().zip(run.transcript.as_ref()).and_then(|(top, t)| {
+            t.source.is_some().then(|| {
+                super::attribution::relative_edits(&t.edits, std::path::Path::new(&run.cwd), top)
+            })
+        });
+        super::attribution::attribute(
+            &mut run.files_changed,
+            own.as_deref(),
+            &others,
+            run.started_at,
+            ended_at,
+        );
+        crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
+        run.outcome = crate::model::Outcome::of(run);
         match &session_note {
             Some(note) => {
                 run.extra.insert(
@@ -564,6 +632,13 @@ pub fn finish(
         }
         run.baseline = None;
         let run = run.clone();
+        if let Some(edits) = own.as_deref().filter(|e| !e.is_empty()) {
+            for (i, r) in s.runs.iter_mut().enumerate() {
+                if i != index && r.started_at < ended_at && r.ended_at.is_none_or(|e| e > run.started_at) {
+                    super::attribution::give_back(r, edits);
+                }
+            }
+        }
         s.updated_at = ended_at;
         Ok(Finished {
             run,
