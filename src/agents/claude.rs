@@ -121,10 +121,12 @@ pub const AGENT: Agent = Agent {
         // Claude Code gives session-end hooks 1.5 s unless a handler asks for more, up to
         // 60 s (code.claude.com/docs/en/hooks).
         timeout: 30,
+        end_timeout: None,
         unit: Unit::Seconds,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
+        settings: &[],
     }),
     mcp: Some(Mcp {
         shape: Shape::ClaudeJson,

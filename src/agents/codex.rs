@@ -27,7 +27,13 @@
 //!     `exec` and in the TUI).
 //! - **Hooks**: `.codex/config.toml` (and `config.toml` in its home), `[[hooks.<Event>]]`
 //!   tables for `SessionStart`, `Stop`, `SessionEnd` (developers.openai.com/codex/hooks;
-//!   checked: codex-cli 0.171.0, tests/e2e/integrate.rs).
+//!   checked: codex-cli 0.171.0, tests/e2e/integrate.rs). A session-end hook runs for at most
+//!   3 s. The interactive `codex` runs its sessions, and their hooks, in a background server
+//!   (`codex app-server`) that outlives it and keeps the environment of the terminal that
+//!   started it; the server runs a session's `SessionEnd` when it unloads the session,
+//!   `thread_unload_delay_secs` (default 60) after the user quit, and at once with 0
+//!   (checked: codex-cli 0.171.0 under tmux; `SessionStart` runs at the first prompt, not
+//!   when the TUI opens).
 //! - **MCP**: `[mcp_servers.<name>]` in `config.toml`, `codex mcp add`, and `-c` overrides
 //!   of the same keys for one run (github.com/openai/codex docs/config.md).
 
@@ -36,7 +42,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::hooks::{Event, Format, Hooks, Unit};
+use super::hooks::{Event, Format, Hooks, Setting, Unit};
 use super::mcp::{Mcp, OneRun, Shape};
 use super::store::{Candidate, Home, Query, Store, VarIs, files, first_line, modified, same_dir};
 use super::words::{Collector, json_lines, read_file, text_of, time_of, together};
@@ -108,9 +114,18 @@ pub const AGENT: Agent = Agent {
             ("SessionEnd", Event::SessionEnd),
         ],
         timeout: 30,
+        // Codex runs a session-end hook for at most 3 s, and warns at every start about a
+        // larger timeout, which it clamps (checked: codex-cli 0.171.0;
+        // `codex-rs/hooks/src/engine/discovery.rs`).
+        end_timeout: Some(3),
         unit: Unit::Seconds,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: super::hooks::ContextOutput::HookSpecific,
+        settings: &[Setting {
+            key: "thread_unload_delay_secs",
+            value: 0,
+            why: "pas-agent: run the SessionEnd hook when you quit, not a minute later",
+        }],
         caveat: Some(
             "Codex runs new hooks only after you review and trust them: start `codex` and approve them in `/hooks`. It reads a project's .codex/config.toml only when the project is trusted.",
         ),

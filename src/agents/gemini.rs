@@ -108,6 +108,7 @@ pub const AGENT: Agent = Agent {
             ("SessionEnd", Event::SessionEnd),
         ],
         timeout: 30_000,
+        end_timeout: None,
         unit: Unit::Millis,
         payload: super::hooks::Payload {
             last_message: "prompt_response",
@@ -115,6 +116,7 @@ pub const AGENT: Agent = Agent {
         },
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
+        settings: &[],
     }),
     mcp: Some(Mcp {
         shape: Shape::GeminiJson,

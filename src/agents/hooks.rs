@@ -109,6 +109,9 @@ pub struct Hooks {
     pub events: &'static [(&'static str, Event)],
     /// The `timeout` put on each installed handler, in [`Hooks::unit`].
     pub timeout: u64,
+    /// The `timeout` of the session-end handler instead, where the agent allows less there
+    /// (Codex: at most 3 s); see [`Hooks::timeout_for`].
+    pub end_timeout: Option<u64>,
     /// The unit the agent reads `timeout` in.
     pub unit: Unit,
     /// The payload's fields.
@@ -117,4 +120,30 @@ pub struct Hooks {
     pub context: ContextOutput,
     /// What the user must still do before the agent runs the hooks, if anything.
     pub caveat: Option<&'static str>,
+    /// Top-level settings written next to the hooks, and taken out with them (TOML settings
+    /// files only): what the agent needs so that its hooks run when pas-agent needs them.
+    pub settings: &'static [Setting],
+}
+
+impl Hooks {
+    /// The `timeout` installed on the handler of `event`.
+    pub fn timeout_for(&self, event: Event) -> u64 {
+        match (event, self.end_timeout) {
+            (Event::SessionEnd, Some(t)) => t,
+            _ => self.timeout,
+        }
+    }
+}
+
+/// A top-level setting pas-agent writes into an agent's settings file with its hooks
+/// ([`Hooks::settings`]). It is added only when the file does not set the key, with a comment
+/// naming pas-agent, and removed with the hooks only when that comment is still there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// The key (`thread_unload_delay_secs`).
+    pub key: &'static str,
+    /// Its value.
+    pub value: i64,
+    /// Why, as the comment above it says.
+    pub why: &'static str,
 }
