@@ -62,13 +62,17 @@ pub const COMPLETE_WAIT: Duration = Duration::from_secs(60);
 /// The name of the completions' lock file in `.pas-agent/runs/`.
 const LOCK_NAME: &str = "hooks.lock";
 
-/// Two starts of one agent session closer than this are one start: hooks installed at two
-/// levels each run (Codex runs both), a session start delivered twice.
-const SAME_START: chrono::Duration = chrono::Duration::seconds(2);
+/// Two recorded starts of one agent session closer than this are one start (the same marker
+/// completed twice: its start is written once, whatever hooks and levels run).
+const SAME_START: chrono::Duration = chrono::Duration::milliseconds(100);
+/// Slack around a launcher's run when deciding that a hooked session was inside it (clocks
+/// read at different moments by different processes).
+const LAUNCHER_SLACK: chrono::Duration = chrono::Duration::seconds(2);
 
 /// What the hooks remember about one agent session until its run is recorded:
 /// `.pas-agent/runs/hooks/<agent>-<session id>.json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Marker {
     /// When the session started; `None` when the marker was made by a later event (the start
     /// was not seen).
@@ -587,10 +591,11 @@ fn recorded_already(
     runs.iter().filter(of_session).any(|r| {
         let by_hooks = r.extra.contains_key(RECORDED_BY_KEY);
         if by_hooks {
-            (r.started_at - started).abs() <= SAME_START
+            // A run whose start was not seen has no duration: its `started_at` is its end.
+            r.duration_ms.is_some() && (r.started_at - started).abs() <= SAME_START
         } else {
-            r.started_at <= started + SAME_START
-                && r.ended_at.is_none_or(|e| e + SAME_START >= started)
+            r.started_at <= started + LAUNCHER_SLACK
+                && r.ended_at.is_none_or(|e| e + LAUNCHER_SLACK >= started)
         }
     })
 }
@@ -611,8 +616,8 @@ pub fn drop_inside(
         !(r.extra.contains_key(RECORDED_BY_KEY)
             && r.agent == agent
             && r.agent_session_id.as_deref() == Some(session_id)
-            && r.started_at + SAME_START >= started
-            && r.started_at <= ended + SAME_START)
+            && r.started_at + LAUNCHER_SLACK >= started
+            && r.started_at <= ended + LAUNCHER_SLACK)
     });
     before - runs.len()
 }
@@ -665,6 +670,7 @@ mod tests {
         .unwrap();
         if hooks {
             r.extra.insert(RECORDED_BY_KEY.into(), "codex hooks".into());
+            r.duration_ms = Some(u64::try_from(end - start).unwrap() * 1000);
         }
         r
     }
@@ -673,8 +679,8 @@ mod tests {
     fn a_session_is_recorded_once_per_start_whoever_recorded_it() {
         let t = |s: i64| Some(DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap());
         let runs = vec![run("codex", "s1", 0, 10, true), run("codex", "s2", 20, 40, false)];
-        assert!(recorded_already(&runs, "codex", "s1", t(1)));
-        assert!(!recorded_already(&runs, "codex", "s1", t(60)), "resumed later");
+        assert!(recorded_already(&runs, "codex", "s1", t(0)));
+        assert!(!recorded_already(&runs, "codex", "s1", t(10)), "resumed at its end");
         assert!(!recorded_already(&runs, "claude-code", "s1", t(0)));
         // Inside a launcher's run of the same session.
         assert!(recorded_already(&runs, "codex", "s2", t(25)));
