@@ -59,6 +59,9 @@ pub const MARKER_MAX_AGE: Duration = Duration::from_secs(7 * 86_400);
 /// the agent's clock, so it may wait long rather than lose the run.
 pub const COMPLETE_WAIT: Duration = Duration::from_secs(60);
 
+/// How far behind the clock a file's modification time may be (see `not_the_sessions`).
+const MTIME_LAG: Duration = Duration::from_millis(50);
+
 /// The name of the completions' lock file in `.pas-agent/runs/`.
 const LOCK_NAME: &str = "hooks.lock";
 
@@ -406,10 +409,10 @@ fn not_the_sessions(
     started: DateTime<Utc>,
     ended: DateTime<Utc>,
 ) -> Vec<FileState> {
-    let (started, ended) = (
-        std::time::SystemTime::from(started),
-        std::time::SystemTime::from(ended),
-    );
+    // A file's modification time comes from the kernel's coarse clock, a tick (up to 10 ms)
+    // behind the time the hook read: a file written just after the start must not look older.
+    let started = std::time::SystemTime::from(started) - MTIME_LAG;
+    let ended = std::time::SystemTime::from(ended);
     files
         .iter()
         .filter(|f| f.status != FileStatus::Deleted)
