@@ -295,3 +295,110 @@ fn codex_exec_with_hooks_at_two_levels_is_recorded_once_without_a_clamping_warni
             .any(|r| r.body.contains(TASK))
     );
 }
+
+/// Stops the background server an interactive Codex left running (it outlives the TUI), by
+/// the pids Codex wrote for it, when dropped.
+struct CodexDaemon(PathBuf);
+
+impl Drop for CodexDaemon {
+    fn drop(&mut self) {
+        for file in ["daemon.pid", "daemon-updater.pid"] {
+            let pid = std::fs::read_to_string(self.0.join("app-server-daemon").join(file))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .and_then(|v| v["pid"].as_i64())
+                .and_then(|p| i32::try_from(p).ok());
+            if let Some(pid) = pid {
+                // SAFETY: plain kill(2) of a process this test started.
+                unsafe {
+                    libc::kill(pid, libc::SIGTERM);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn interactive_codex_is_recorded_when_the_user_quits() {
+    require_agent("codex", "@openai/codex");
+    let mut sb = session();
+    let mock = Mock::start();
+    mock.use_tools();
+    let home = codex_ready(&mut sb, &mock);
+    let _daemon = CodexDaemon(home);
+    sb.ok(&["integrate", "codex"]);
+    let codex = which::which("codex").unwrap();
+    let term = crate::launcher_support::Tmux::start_shell(
+        &sb,
+        &crate::launcher_support::sh_quote(&codex.to_string_lossy()),
+        200,
+        50,
+    );
+    // Codex asks the user to review new hooks once: trusted, as a user does.
+    term.wait_screen("Hooks need review");
+    // The dialog takes keys once it is drawn whole: choose until the choice shows.
+    wait_for("the trust choice to be selected", || {
+        term.keys(&["2"]);
+        std::thread::sleep(Duration::from_millis(300));
+        term.screen().contains("› 2. Trust all").then_some(())
+    });
+    term.keys(&["Enter"]);
+    term.wait_screen("Ask Codex");
+    std::thread::sleep(Duration::from_millis(500));
+    let target = sb.path("by-codex.txt");
+    let prompt = format!("Please [[write {}]]", target.display());
+    let start = std::time::Instant::now();
+    term.keys(&["-l", &prompt]);
+    while !term.screen().contains(&prompt) {
+        assert!(
+            start.elapsed() < crate::launcher_support::PATIENCE,
+            "the prompt never showed; the screen:\n{}",
+            term.screen()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    term.keys(&["Enter"]);
+    let start = std::time::Instant::now();
+    while !(target.exists() && term.screen().contains(REPLY)) {
+        assert!(
+            start.elapsed() < crate::launcher_support::PATIENCE,
+            "Codex did not write {} and answer; the screen:\n{}\nthe requests: {:?}",
+            target.display(),
+            term.screen(),
+            mock.requests()
+                .iter()
+                .map(|r| format!("{} {} {}", r.method, r.path, r.body.chars().take(300).collect::<String>()))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The turn is over (its Stop hook ran); the user quits.
+    wait_for("the turn's end in the marker", || {
+        markers(&sb)
+            .iter()
+            .any(|(_, m)| m["last_turn_at"].is_string())
+            .then_some(())
+    });
+    let quit = chrono::Utc::now();
+    term.keys(&["-l", "/quit"]);
+    term.keys(&["Enter"]);
+    assert_eq!(term.exit_code_only(), 0);
+    // Recorded when the user quit: Codex's background server runs the session's end at once
+    // (`thread_unload_delay_secs = 0`, which `integrate codex` writes), not a minute later.
+    let run = wait_for("the run to be recorded", || runs(&sb).pop());
+    let ended = chrono::DateTime::parse_from_rfc3339(run["ended_at"].as_str().unwrap()).unwrap();
+    assert!(
+        ended.signed_duration_since(quit) < chrono::Duration::seconds(30),
+        "ended {ended}, quit {quit}"
+    );
+    assert_eq!(run["agent"], "codex");
+    assert_eq!(run["recorded_by"], "codex hooks");
+    assert_eq!(crate::common::changed_paths(&run), ["by-codex.txt"]);
+    assert_eq!(
+        run["transcript"]["edits"][0],
+        target.to_string_lossy().as_ref()
+    );
+    assert_eq!(run["last_message"], REPLY);
+    settled(&sb);
+    assert_eq!(runs(&sb).len(), 1);
+}
