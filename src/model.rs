@@ -438,6 +438,13 @@ impl Outcome {
     /// or that cannot be judged (no transcript: pas-agent does not read that agent's store,
     /// or the run is still going).
     pub fn of(run: &Run) -> Option<Outcome> {
+        Outcome::judged(run, false)
+    }
+
+    /// [`Outcome::of`], where `no_session_file` says the agent's store holds no file of the
+    /// run's session though the session is known (the path a hook's payload gave, or the id
+    /// pas-agent started it with): the agent wrote nothing, so nothing was asked.
+    pub fn judged(run: &Run, no_session_file: bool) -> Option<Outcome> {
         let t = run.transcript.as_ref()?;
         if run.state == RunState::Running {
             return None;
@@ -453,7 +460,9 @@ impl Outcome {
         let quick = run.duration_ms.is_some_and(|ms| ms <= FAILED_START_MS);
         match run.exit_code {
             Some(code) if code != 0 && quick => Some(Outcome::FailedStart),
-            Some(0) | None if t.source.is_some() && t.prompts.is_empty() => {
+            Some(0) | None
+                if no_session_file || (t.source.is_some() && t.prompts.is_empty()) =>
+            {
                 Some(Outcome::NothingAsked)
             }
             _ => None,

@@ -262,6 +262,9 @@ fn one(
         (_, _, RunState::Abandoned) => {
             "abandoned (its launcher ended without recording how the agent ended)".into()
         }
+        _ if r.extra.contains_key(crate::launch::hooked::RECORDED_BY_KEY) => {
+            "its session ended (the agent's hooks do not see its exit code)".into()
+        }
         _ => "unknown".into(),
     };
     let _ = writeln!(out, "Outcome:  {outcome}");

@@ -484,6 +484,11 @@ fn complete_one(
     };
     let git_unknown = tree.is_none() && repo.is_some();
     let outcome = record::git_outcome_of(repo.as_ref(), tree, head_before.as_deref(), &baseline);
+    // The agent named the file its session is kept in, and wrote none: nothing was asked.
+    let no_session_file = marker
+        .transcript_path
+        .as_deref()
+        .is_some_and(|p| !Path::new(p).exists());
     let transcript = agent.transcript(
         session_id,
         &cwd,
@@ -565,7 +570,7 @@ fn complete_one(
                 }
             }
             crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
-            run.outcome = Outcome::of(&run);
+            run.outcome = Outcome::judged(&run, no_session_file);
             run.checkpoint_after = ops::keeping_git_if_unknown(s, git_unknown, |s| {
                 ops::auto_checkpoint(s, format!("after {label} session"), tree.as_ref(), ended_at)
             });

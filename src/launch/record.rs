@@ -615,7 +615,7 @@ pub fn finish(
             ended_at,
         );
         crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
-        run.outcome = crate::model::Outcome::of(run);
+        run.outcome = crate::model::Outcome::judged(run, unconfirmed.is_some());
         match &session_note {
             Some(note) => {
                 run.extra.insert(

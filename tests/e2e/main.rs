@@ -13,6 +13,7 @@ mod exports;
 mod field_runs;
 mod field_terminal;
 mod git;
+mod handoff;
 mod hooks;
 mod hooks_tmux;
 mod integrate;

@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use crate::mock_model::{Mock, REPLY, Reply, anthropic_tool_call, openai_tool_call};
+use crate::mock_model::{Mock, REPLY, Reply, Request};
 
 /// What the model is asked to do, step by step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,20 +46,24 @@ impl Mock {
     /// Makes the model call the agents' tools as the prompt's steps say (see the module
     /// documentation).
     pub fn use_tools(&self) {
-        self.script(|req, body| {
-            let path = req.path.as_str();
-            if path.starts_with("/v1/messages") && !path.contains("count_tokens") {
-                return claude(body);
-            }
-            if path.starts_with("/v1/responses") {
-                return codex(body);
-            }
-            if path.contains(":generateContent") || path.contains(":streamGenerateContent") {
-                return gemini(path, body);
-            }
-            None
-        });
+        self.script(answer);
     }
+}
+
+/// The reply to one request when the prompt asks for steps (see the module documentation);
+/// `None` for the mock's usual reply.
+pub fn answer(req: &Request, body: &Value) -> Option<Reply> {
+    let path = req.path.as_str();
+    if path.starts_with("/v1/messages") && !path.contains("count_tokens") {
+        return claude(body);
+    }
+    if path.starts_with("/v1/responses") {
+        return codex(body);
+    }
+    if path.contains(":generateContent") || path.contains(":streamGenerateContent") {
+        return gemini(path, body);
+    }
+    None
 }
 
 fn text_parts(content: &Value) -> Vec<String> {
@@ -92,18 +96,69 @@ fn claude(body: &Value) -> Option<Reply> {
         .join("\n");
     let done = messages[at..].iter().filter(|m| is_result(m)).count();
     let step = steps(&prompt).into_iter().nth(done)?;
-    Some(match step {
-        Step::Write(p) => anthropic_tool_call(
-            body,
-            "Write",
-            &json!({"file_path": p, "content": CONTENT}),
-        ),
-        Step::Run(c) => anthropic_tool_call(
-            body,
-            "Bash",
-            &json!({"command": c, "description": "run it"}),
-        ),
-    })
+    let (name, input) = match step {
+        Step::Write(p) => ("Write", json!({"file_path": p, "content": CONTENT})),
+        Step::Run(c) => ("Bash", json!({"command": c, "description": "run it"})),
+    };
+    Some(anthropic_call(body, &format!("toolu_step_{done}"), name, &input))
+}
+
+fn sse(events: &[(&str, Value)]) -> String {
+    events
+        .iter()
+        .map(|(n, d)| format!("event: {n}\ndata: {d}\n\n"))
+        .collect()
+}
+
+/// A Messages API reply (streamed when asked) calling tool `name` with `input`, as call `id`.
+fn anthropic_call(body: &Value, id: &str, name: &str, input: &Value) -> Reply {
+    let model = body["model"].as_str().unwrap_or("claude-mock").to_string();
+    let msg_id = format!("msg_{id}");
+    if body["stream"] != true {
+        let msg = json!({"id": msg_id, "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 5}});
+        return ("200 OK", "application/json", msg.to_string());
+    }
+    let events = [
+        ("message_start", json!({"type": "message_start", "message": {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}})),
+        ("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})),
+        ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}})),
+        ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+        ("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 5}})),
+        ("message_stop", json!({"type": "message_stop"})),
+    ];
+    ("200 OK", "text/event-stream", sse(&events))
+}
+
+/// A Responses API stream whose one output `item` (a function or custom tool call) is
+/// streamed as added, then done.
+fn openai_item(item: Value) -> Reply {
+    let with = |status: &str| {
+        let mut i = item.clone();
+        i["status"] = json!(status);
+        i
+    };
+    let response = |status: &str, output: Value| {
+        json!({"id": "resp_step", "object": "response", "created_at": 1, "status": status,
+            "model": "mock", "output": output,
+            "usage": {"input_tokens": 10, "input_tokens_details": null, "output_tokens": 5,
+                      "output_tokens_details": null, "total_tokens": 15}})
+    };
+    let events = [
+        ("response.created", json!({"type": "response.created", "response": response("in_progress", json!([]))})),
+        ("response.output_item.added", json!({"type": "response.output_item.added", "output_index": 0, "item": with("in_progress")})),
+        ("response.output_item.done", json!({"type": "response.output_item.done", "output_index": 0, "item": with("completed")})),
+        ("response.completed", json!({"type": "response.completed", "response": response("completed", json!([with("completed")]))})),
+    ];
+    ("200 OK", "text/event-stream", sse(&events))
+}
+
+fn function_call(done: usize, name: &str, arguments: &Value) -> Reply {
+    openai_item(json!({"type": "function_call", "id": format!("fc_step_{done}"),
+        "call_id": format!("call_step_{done}"), "name": name,
+        "arguments": arguments.to_string()}))
 }
 
 /// Codex: the last user message is the prompt (its AGENTS.md and environment messages come
@@ -138,10 +193,12 @@ fn codex(body: &Value) -> Option<Reply> {
                 CONTENT.trim_end()
             );
             match offered("apply_patch").as_deref() {
-                Some("custom") => custom_tool_call("apply_patch", &patch),
-                Some(_) => openai_tool_call(None, "apply_patch", &json!({"input": patch})),
-                None => openai_tool_call(
-                    None,
+                Some("custom") => openai_item(json!({"type": "custom_tool_call",
+                    "id": format!("ctc_step_{done}"), "call_id": format!("call_step_{done}"),
+                    "name": "apply_patch", "input": patch})),
+                Some(_) => function_call(done, "apply_patch", &json!({"input": patch})),
+                None => function_call(
+                    done,
                     "exec_command",
                     &json!({"cmd": format!("apply_patch <<'EOF'\n{patch}EOF\n")}),
                 ),
@@ -149,49 +206,12 @@ fn codex(body: &Value) -> Option<Reply> {
         }
         Step::Run(c) => {
             if offered("exec_command").is_some() {
-                openai_tool_call(None, "exec_command", &json!({"cmd": c}))
+                function_call(done, "exec_command", &json!({"cmd": c}))
             } else {
-                openai_tool_call(None, "shell_command", &json!({"command": c}))
+                function_call(done, "shell_command", &json!({"command": c}))
             }
         }
     })
-}
-
-/// A Responses API stream that calls the freeform (custom) tool `name` with `input`.
-fn custom_tool_call(name: &str, input: &str) -> Reply {
-    let item = |status: &str| {
-        json!({"type": "custom_tool_call", "id": "ctc_mock", "call_id": "call_mock_custom",
-            "name": name, "input": input, "status": status})
-    };
-    let response = |status: &str, output: Value| {
-        json!({"id": "resp_mock_custom", "object": "response", "created_at": 1, "status": status,
-            "model": "mock", "output": output,
-            "usage": {"input_tokens": 10, "input_tokens_details": null, "output_tokens": 5,
-                      "output_tokens_details": null, "total_tokens": 15}})
-    };
-    let events = [
-        (
-            "response.created",
-            json!({"type": "response.created", "response": response("in_progress", json!([]))}),
-        ),
-        (
-            "response.output_item.added",
-            json!({"type": "response.output_item.added", "output_index": 0, "item": item("in_progress")}),
-        ),
-        (
-            "response.output_item.done",
-            json!({"type": "response.output_item.done", "output_index": 0, "item": item("completed")}),
-        ),
-        (
-            "response.completed",
-            json!({"type": "response.completed", "response": response("completed", json!([item("completed")]))}),
-        ),
-    ];
-    let body: String = events
-        .iter()
-        .map(|(n, d)| format!("event: {n}\ndata: {d}\n\n"))
-        .collect();
-    ("200 OK", "text/event-stream", body)
 }
 
 /// Gemini CLI: the last user content with text is the prompt (`-p` puts pas-agent's hook
