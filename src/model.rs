@@ -394,9 +394,9 @@ impl<'de> Deserialize<'de> for RunState {
     }
 }
 
-/// What a run that did no work amounted to (`runs[].outcome`, docs/format.md).
+/// What a run that did no work amounted to (`runs[].result`, docs/format.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RunResult {
     /// `failed_start`: the agent exited non-zero within [`FAILED_START_MS`] without an answer
     /// from its model, a tool call, a commit or a changed file: it never got to work (no
     /// authentication, an untrusted folder, a bad flag).
@@ -404,7 +404,7 @@ pub enum Outcome {
     /// `nothing_asked`: the agent's session holds no prompt and no answer, and nothing changed
     /// (it was opened and closed).
     NothingAsked,
-    /// An outcome written by a newer pas-agent, kept as is.
+    /// A result written by a newer pas-agent, kept as is.
     Other(String),
 }
 
@@ -414,22 +414,22 @@ pub enum Outcome {
 /// authentication or in an untrusted folder 3-4 s, 16 s on a cold start).
 pub const FAILED_START_MS: u64 = 60_000;
 
-impl Outcome {
+impl RunResult {
     /// The name stored in `session.json`.
     pub fn as_str(&self) -> &str {
         match self {
-            Outcome::FailedStart => "failed_start",
-            Outcome::NothingAsked => "nothing_asked",
-            Outcome::Other(s) => s,
+            RunResult::FailedStart => "failed_start",
+            RunResult::NothingAsked => "nothing_asked",
+            RunResult::Other(s) => s,
         }
     }
 
     /// How `runs` shows it in its state column.
     pub fn label(&self) -> &str {
         match self {
-            Outcome::FailedStart => "failed start",
-            Outcome::NothingAsked => "nothing asked",
-            Outcome::Other(s) => s,
+            RunResult::FailedStart => "failed start",
+            RunResult::NothingAsked => "nothing asked",
+            RunResult::Other(s) => s,
         }
     }
 
@@ -437,14 +437,14 @@ impl Outcome {
     /// files, and the transcript read from the agent's store): `None` for a run that worked,
     /// or that cannot be judged (no transcript: pas-agent does not read that agent's store,
     /// or the run is still going).
-    pub fn of(run: &Run) -> Option<Outcome> {
-        Outcome::judged(run, false)
+    pub fn of(run: &Run) -> Option<RunResult> {
+        RunResult::judged(run, false)
     }
 
-    /// [`Outcome::of`], where `no_session_file` says the agent's store holds no file of the
+    /// [`RunResult::of`], where `no_session_file` says the agent's store holds no file of the
     /// run's session though the session is known (the path a hook's payload gave, or the id
     /// pas-agent started it with): the agent wrote nothing, so nothing was asked.
-    pub fn judged(run: &Run, no_session_file: bool) -> Option<Outcome> {
+    pub fn judged(run: &Run, no_session_file: bool) -> Option<RunResult> {
         let t = run.transcript.as_ref()?;
         if run.state == RunState::Running {
             return None;
@@ -459,30 +459,28 @@ impl Outcome {
         }
         let quick = run.duration_ms.is_some_and(|ms| ms <= FAILED_START_MS);
         match run.exit_code {
-            Some(code) if code != 0 && quick => Some(Outcome::FailedStart),
-            Some(0) | None
-                if no_session_file || (t.source.is_some() && t.prompts.is_empty()) =>
-            {
-                Some(Outcome::NothingAsked)
+            Some(code) if code != 0 && quick => Some(RunResult::FailedStart),
+            Some(0) | None if no_session_file || (t.source.is_some() && t.prompts.is_empty()) => {
+                Some(RunResult::NothingAsked)
             }
             _ => None,
         }
     }
 }
 
-impl Serialize for Outcome {
+impl Serialize for RunResult {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
     }
 }
 
-impl<'de> Deserialize<'de> for Outcome {
+impl<'de> Deserialize<'de> for RunResult {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         Ok(match s.as_str() {
-            "failed_start" => Outcome::FailedStart,
-            "nothing_asked" => Outcome::NothingAsked,
-            _ => Outcome::Other(s),
+            "failed_start" => RunResult::FailedStart,
+            "nothing_asked" => RunResult::NothingAsked,
+            _ => RunResult::Other(s),
         })
     }
 }
@@ -570,11 +568,11 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Vec<FileState>>,
     /// What the run amounted to, when it did no work: the agent failed to start, or nothing was
-    /// asked in its session ([`Outcome`]); absent for a run that worked (and for runs recorded
+    /// asked in its session ([`RunResult`]); absent for a run that worked (and for runs recorded
     /// before this field existed). Such runs are listed by `runs` but left out of the block's
     /// recent runs (an addition; the original ignores it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<Outcome>,
+    pub result: Option<RunResult>,
     /// What the agent itself said during the run, read from its own session store after it
     /// exited ([`crate::agents::Agent::transcript`]): prompts, last answer, model, tokens, or why they are
     /// missing. Absent for programs whose store pas-agent does not read, for runs recorded

@@ -418,7 +418,8 @@ mod tests {
     /// A rollout Codex 0.171.0's TUI wrote: an `apply_patch` and two failing commands.
     #[test]
     fn the_files_its_tools_wrote_and_the_commands_they_ran_with_their_exit_codes() {
-        let text = include_str!("../../tests/fixtures/transcripts/codex-tui-write-runcmd-runfalse.jsonl");
+        let text =
+            include_str!("../../tests/fixtures/transcripts/codex-tui-write-runcmd-runfalse.jsonl");
         let t = parse(text, DateTime::UNIX_EPOCH).finish(Path::new("/r.jsonl"));
         assert_eq!(
             t.edits,

@@ -275,11 +275,36 @@ mod tests {
                 "state": {"status": status, "input": input, "metadata": metadata}})
         };
         let parts = [
-            tool("write", "completed", serde_json::json!({"filePath": "/w/a.rs", "content": "x"}), Value::Null),
-            tool("edit", "error", serde_json::json!({"filePath": "/w/refused.rs"}), Value::Null),
-            tool("apply_patch", "completed", serde_json::json!({"patchText": "*** Begin Patch\n*** Update File: /w/b.rs\n@@\n-x\n+y\n*** Add File: /w/c.rs\n+z\n*** End Patch"}), Value::Null),
-            tool("bash", "completed", serde_json::json!({"command": "cargo test"}), serde_json::json!({"exit": 101})),
-            tool("read", "completed", serde_json::json!({"filePath": "/w/d.rs"}), Value::Null),
+            tool(
+                "write",
+                "completed",
+                serde_json::json!({"filePath": "/w/a.rs", "content": "x"}),
+                Value::Null,
+            ),
+            tool(
+                "edit",
+                "error",
+                serde_json::json!({"filePath": "/w/refused.rs"}),
+                Value::Null,
+            ),
+            tool(
+                "apply_patch",
+                "completed",
+                serde_json::json!({"patchText": "*** Begin Patch\n*** Update File: /w/b.rs\n@@\n-x\n+y\n*** Add File: /w/c.rs\n+z\n*** End Patch"}),
+                Value::Null,
+            ),
+            tool(
+                "bash",
+                "completed",
+                serde_json::json!({"command": "cargo test"}),
+                serde_json::json!({"exit": 101}),
+            ),
+            tool(
+                "read",
+                "completed",
+                serde_json::json!({"filePath": "/w/d.rs"}),
+                Value::Null,
+            ),
         ];
         let mut c = Collector::default();
         for p in &parts {

@@ -114,7 +114,8 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
 
 /// The hidden command the hooks run. Always exit code 0: a hook never fails the agent.
 pub fn lifecycle(args: LifecycleArgs) -> i32 {
-    if args.event == crate::launch::hooked::COMPLETE_WORD && integrate::by_key(&args.agent).is_some()
+    if args.event == crate::launch::hooked::COMPLETE_WORD
+        && integrate::by_key(&args.agent).is_some()
     {
         return integrate::lifecycle::complete();
     }

@@ -154,9 +154,9 @@ pub fn run(args: RunsArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// What the state column says of a run: its outcome when it did no work, else its state.
+/// What the state column says of a run: its result when it did no work, else its state.
 fn state_label(run: &Run) -> String {
-    match &run.outcome {
+    match &run.result {
         Some(o) if run.state == RunState::Finished => clean_line(o.label()),
         _ => clean_line(run.state.as_str()),
     }
@@ -168,8 +168,8 @@ fn state_style(run: &Run) -> anstyle::Style {
     match run.state {
         RunState::Running => style::LIVE,
         RunState::Abandoned => style::BAD,
-        _ if run.outcome == Some(crate::model::Outcome::NothingAsked) => style::DIM,
-        _ if run.outcome == Some(crate::model::Outcome::FailedStart) => style::BAD,
+        _ if run.result == Some(crate::model::RunResult::NothingAsked) => style::DIM,
+        _ if run.result == Some(crate::model::RunResult::FailedStart) => style::BAD,
         _ if run.exit_code == Some(0) => style::GOOD,
         _ if run.exit_code.is_some() || run.signal.is_some() => style::BAD,
         _ => anstyle::Style::new(),
@@ -268,15 +268,15 @@ fn one(
         _ => "unknown".into(),
     };
     let _ = writeln!(out, "Outcome:  {outcome}");
-    match &r.outcome {
-        Some(crate::model::Outcome::FailedStart) => {
+    match &r.result {
+        Some(crate::model::RunResult::FailedStart) => {
             let _ = writeln!(
                 out,
                 "Result:   failed start: it ended within {} s with no answer from its model, no tool call and no change (left out of the block's recent runs)",
                 crate::model::FAILED_START_MS / 1000
             );
         }
-        Some(crate::model::Outcome::NothingAsked) => {
+        Some(crate::model::RunResult::NothingAsked) => {
             let _ = writeln!(
                 out,
                 "Result:   nothing asked: its session holds no prompt and nothing changed (left out of the block's recent runs)"

@@ -329,12 +329,12 @@ win.\n\n",
     }
 
     // The last runs that did work: a failed start or a session in which nothing was asked
-    // (`outcome`) would only push them out.
+    // (`result`) would only push them out.
     let runs: Vec<&Run> = session
         .runs
         .iter()
         .rev()
-        .filter(|r| r.state != RunState::Running && r.outcome.is_none())
+        .filter(|r| r.state != RunState::Running && r.result.is_none())
         .take(MAX_RUNS)
         .collect();
     if !runs.is_empty() {
@@ -492,7 +492,12 @@ fn list(out: &mut String, label: &str, items: &[String], max: usize, more: u64) 
     if items.is_empty() {
         return;
     }
-    let shown = items.iter().take(max).cloned().collect::<Vec<_>>().join(", ");
+    let shown = items
+        .iter()
+        .take(max)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
     let more = (items.len().saturating_sub(max)) as u64 + more;
     let _ = write!(out, "  - {label}: {shown}");
     if more > 0 {
@@ -714,7 +719,7 @@ mod tests {
                                   "commands_omitted": 3 } },
                 { "id": "00000000-0000-4000-8000-000000000003", "agent": "gemini-cli",
                   "argv": ["gemini"], "cwd": "/w", "state": "finished", "started_at": t,
-                  "duration_ms": 3000, "exit_code": 41, "outcome": "failed_start",
+                  "duration_ms": 3000, "exit_code": 41, "result": "failed_start",
                   "transcript": { "missing": "the agent's session id is not known" } },
                 { "id": "00000000-0000-4000-8000-000000000002", "agent": "codex",
                   "argv": ["codex"], "cwd": "/w", "state": "finished", "started_at": t,

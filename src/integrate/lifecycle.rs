@@ -73,7 +73,9 @@ pub fn complete() -> i32 {
     if let Some(project) = Project::find_opt(&cwd)
         && let Err(e) = hooked::complete(&project, Turn::Wait)
     {
-        crate::term::warn(&format!("the agent sessions that ended are not recorded yet: {e}"));
+        crate::term::warn(&format!(
+            "the agent sessions that ended are not recorded yet: {e}"
+        ));
     }
     0
 }

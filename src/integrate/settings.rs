@@ -163,9 +163,9 @@ fn json(
                 // A timeout pas-agent once wrote that the agent does not honour.
                 let timeout = integration.hooks.timeout_for(event);
                 if let Some(p) = found.get("timeout")
-                    && p.value().and_then(|v| v.as_number_lit()).is_some_and(|n| {
-                        n.to_string().trim().parse::<u64>().ok() != Some(timeout)
-                    })
+                    && p.value()
+                        .and_then(|v| v.as_number_lit())
+                        .is_some_and(|n| n.to_string().trim().parse::<u64>().ok() != Some(timeout))
                 {
                     p.set_value(CstInputValue::Number(timeout.to_string()));
                     moved = true;
@@ -420,8 +420,7 @@ fn toml_settings(
         if doc.as_table().contains_key(setting.key) {
             continue;
         }
-        doc.as_table_mut()
-            .insert(setting.key, value(setting.value));
+        doc.as_table_mut().insert(setting.key, value(setting.value));
         if let Some(mut key) = doc.as_table_mut().key_mut(setting.key) {
             key.leaf_decor_mut().set_prefix(comment);
         }
@@ -506,15 +505,16 @@ fn toml_update(
                         integration,
                         event,
                     ) {
-                        let mut changed =
-                            h.get("command").and_then(|c| c.as_str()) != Some(wanted);
+                        let mut changed = h.get("command").and_then(|c| c.as_str()) != Some(wanted);
                         if changed {
                             h["command"] = value(wanted);
                         }
                         // A timeout pas-agent once wrote that the agent does not honour.
                         let timeout = i64::try_from(integration.hooks.timeout_for(event)).ok();
                         if let Some(t) = timeout
-                            && h.get("timeout").and_then(|v| v.as_integer()).is_some_and(|v| v != t)
+                            && h.get("timeout")
+                                .and_then(|v| v.as_integer())
+                                .is_some_and(|v| v != t)
                         {
                             let decor = h
                                 .get("timeout")
@@ -737,8 +737,14 @@ mod tests {
     fn codex_gets_timeouts_it_honours_and_its_sessions_end_when_the_user_quits() {
         let installed = install(None, "codex");
         let v: toml_edit::DocumentMut = installed.parse().unwrap();
-        assert_eq!(v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"].as_integer(), Some(3));
-        assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["timeout"].as_integer(), Some(30));
+        assert_eq!(
+            v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"].as_integer(),
+            Some(3)
+        );
+        assert_eq!(
+            v["hooks"]["Stop"][0]["hooks"][0]["timeout"].as_integer(),
+            Some(30)
+        );
         assert_eq!(v["thread_unload_delay_secs"].as_integer(), Some(0));
         assert!(installed.starts_with("# pas-agent: "), "{installed}");
         // What an older pas-agent wrote (30 s everywhere) is brought in line.

@@ -36,7 +36,7 @@ impl Other {
     /// A run that did no work (it failed to start, nothing was asked) is `None`: it changed
     /// nothing. An abandoned run, whose end nobody saw, counts as going on until it was closed.
     pub fn of_run(run: &Run, top: &Path) -> Option<Other> {
-        if run.outcome.is_some() {
+        if run.result.is_some() {
             return None;
         }
         let end = match run.state {
@@ -87,15 +87,19 @@ fn relative(path: &str, cwd: &Path, top: &Path) -> Option<String> {
         cwd.join(p)
     };
     let plain = lexical(&joined);
-    let inside = plain.strip_prefix(top).ok().map(Path::to_path_buf).or_else(|| {
-        // The tool may name the file through a link to the work tree (`/tmp` and
-        // `/private/tmp`): the directory made canonical.
-        let dir = plain.parent()?.canonicalize().ok()?;
-        dir.join(plain.file_name()?)
-            .strip_prefix(top)
-            .ok()
-            .map(Path::to_path_buf)
-    })?;
+    let inside = plain
+        .strip_prefix(top)
+        .ok()
+        .map(Path::to_path_buf)
+        .or_else(|| {
+            // The tool may name the file through a link to the work tree (`/tmp` and
+            // `/private/tmp`): the directory made canonical.
+            let dir = plain.parent()?.canonicalize().ok()?;
+            dir.join(plain.file_name()?)
+                .strip_prefix(top)
+                .ok()
+                .map(Path::to_path_buf)
+        })?;
     let text = inside.to_string_lossy().replace('\\', "/");
     (!text.is_empty()).then_some(text)
 }

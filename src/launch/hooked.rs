@@ -38,7 +38,7 @@ use super::record;
 use crate::agents::Agent;
 use crate::fsutil::{Links, Named, WriteGuard};
 use crate::git::{self, Detail};
-use crate::model::{FileState, FileStatus, Outcome, Run, RunState};
+use crate::model::{FileState, FileStatus, Run, RunResult, RunState};
 use crate::session::{Project, ops};
 
 /// Largest marker read (1 MiB).
@@ -496,9 +496,10 @@ fn complete_one(
         marker.transcript_path.as_deref().map(Path::new),
     );
     let top = repo.as_ref().map(|r| r.top.clone());
-    let own_edits = top.as_ref().filter(|_| transcript.source.is_some()).map(|top| {
-        attribution::relative_edits(&transcript.edits, &cwd, top)
-    });
+    let own_edits = top
+        .as_ref()
+        .filter(|_| transcript.source.is_some())
+        .map(|top| attribution::relative_edits(&transcript.edits, &cwd, top));
     let others_live = in_progress(project, Some(path));
     let started_at = started.unwrap_or(ended_at);
     let mut run = Run {
@@ -509,8 +510,7 @@ fn complete_one(
         state: RunState::Finished,
         started_at,
         ended_at: Some(ended_at),
-        duration_ms: started
-            .map(|s| u64::try_from((ended_at - s).num_milliseconds()).unwrap_or(0)),
+        duration_ms: started.map(|s| u64::try_from((ended_at - s).num_milliseconds()).unwrap_or(0)),
         exit_code: None,
         signal: None,
         launcher_pid: None,
@@ -525,7 +525,7 @@ fn complete_one(
         checkpoint_after: None,
         capture: None,
         baseline: None,
-        outcome: None,
+        result: None,
         transcript: Some(transcript),
         extra: Default::default(),
     };
@@ -552,7 +552,12 @@ fn complete_one(
             // Whose files: against the other runs of the session at that time.
             let mut others: Vec<Other> = top
                 .as_ref()
-                .map(|top| s.runs.iter().filter_map(|r| Other::of_run(r, top)).collect())
+                .map(|top| {
+                    s.runs
+                        .iter()
+                        .filter_map(|r| Other::of_run(r, top))
+                        .collect()
+                })
                 .unwrap_or_default();
             others.extend(others_live.iter().cloned());
             attribution::attribute(
@@ -570,7 +575,7 @@ fn complete_one(
                 }
             }
             crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
-            run.outcome = Outcome::judged(&run, no_session_file);
+            run.result = RunResult::judged(&run, no_session_file);
             run.checkpoint_after = ops::keeping_git_if_unknown(s, git_unknown, |s| {
                 ops::auto_checkpoint(s, format!("after {label} session"), tree.as_ref(), ended_at)
             });
@@ -592,7 +597,8 @@ fn recorded_already(
     session_id: &str,
     started: Option<DateTime<Utc>>,
 ) -> bool {
-    let of_session = |r: &&Run| r.agent == agent && r.agent_session_id.as_deref() == Some(session_id);
+    let of_session =
+        |r: &&Run| r.agent == agent && r.agent_session_id.as_deref() == Some(session_id);
     let Some(started) = started else {
         return runs.iter().any(|r| of_session(&r));
     };
@@ -686,9 +692,15 @@ mod tests {
     #[test]
     fn a_session_is_recorded_once_per_start_whoever_recorded_it() {
         let t = |s: i64| Some(DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap());
-        let runs = vec![run("codex", "s1", 0, 10, true), run("codex", "s2", 20, 40, false)];
+        let runs = vec![
+            run("codex", "s1", 0, 10, true),
+            run("codex", "s2", 20, 40, false),
+        ];
         assert!(recorded_already(&runs, "codex", "s1", t(0)));
-        assert!(!recorded_already(&runs, "codex", "s1", t(10)), "resumed at its end");
+        assert!(
+            !recorded_already(&runs, "codex", "s1", t(10)),
+            "resumed at its end"
+        );
         assert!(!recorded_already(&runs, "claude-code", "s1", t(0)));
         // Inside a launcher's run of the same session.
         assert!(recorded_already(&runs, "codex", "s2", t(25)));

@@ -225,8 +225,21 @@ pub fn ancestors() -> Vec<(u32, String)> {
 /// Programs that stand between an agent and the hook it runs (shells, `env`, `timeout`): the
 /// process that ran the hook is the first ancestor not named here.
 const GO_BETWEENS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "fish", "ksh", "ash", "busybox", "env", "timeout", "nice",
-    "nohup", "cmd.exe", "pwsh", "powershell",
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "fish",
+    "ksh",
+    "ash",
+    "busybox",
+    "env",
+    "timeout",
+    "nice",
+    "nohup",
+    "cmd.exe",
+    "pwsh",
+    "powershell",
 ];
 
 /// The process that ran this one through any shells in between (an agent running its hook),

@@ -122,7 +122,7 @@ fn running_record(
         checkpoint_after: None,
         capture: plan.capture.clone(),
         baseline: None,
-        outcome: None,
+        result: None,
         transcript: None,
         extra: Default::default(),
     }
@@ -554,7 +554,10 @@ pub fn finish(
         // The agent's hooks may have recorded this very session (they ran with another
         // environment than the launcher's): the launcher's record is the one kept.
         let mut index = index;
-        if let Some(id) = session_id.as_deref().or(s.runs[index].agent_session_id.as_deref()) {
+        if let Some(id) = session_id
+            .as_deref()
+            .or(s.runs[index].agent_session_id.as_deref())
+        {
             let id = id.to_string();
             let me = &s.runs[index];
             let (agent, from) = (me.agent.clone(), me.started_at);
@@ -602,11 +605,18 @@ pub fn finish(
             ));
         }
         // Whose files: the agent's own transcript against the other runs at that time.
-        let own = top.as_ref().zip(run.transcript.as_ref()).and_then(|(top, t)| {
-            t.source.is_some().then(|| {
-                super::attribution::relative_edits(&t.edits, std::path::Path::new(&run.cwd), top)
-            })
-        });
+        let own = top
+            .as_ref()
+            .zip(run.transcript.as_ref())
+            .and_then(|(top, t)| {
+                t.source.is_some().then(|| {
+                    super::attribution::relative_edits(
+                        &t.edits,
+                        std::path::Path::new(&run.cwd),
+                        top,
+                    )
+                })
+            });
         super::attribution::attribute(
             &mut run.files_changed,
             own.as_deref(),
@@ -615,7 +625,7 @@ pub fn finish(
             ended_at,
         );
         crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
-        run.outcome = crate::model::Outcome::judged(run, unconfirmed.is_some());
+        run.result = crate::model::RunResult::judged(run, unconfirmed.is_some());
         match &session_note {
             Some(note) => {
                 run.extra.insert(
@@ -634,7 +644,10 @@ pub fn finish(
         let run = run.clone();
         if let Some(edits) = own.as_deref().filter(|e| !e.is_empty()) {
             for (i, r) in s.runs.iter_mut().enumerate() {
-                if i != index && r.started_at < ended_at && r.ended_at.is_none_or(|e| e > run.started_at) {
+                if i != index
+                    && r.started_at < ended_at
+                    && r.ended_at.is_none_or(|e| e > run.started_at)
+                {
                     super::attribution::give_back(r, edits);
                 }
             }

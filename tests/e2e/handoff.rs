@@ -100,8 +100,7 @@ fn claude_onboarded(sb: &Sandbox, dir: &Path) {
 }
 
 #[test]
-fn failed_starts_and_a_session_with_nothing_asked_are_recorded_as_such_and_left_out_of_the_block()
-{
+fn failed_starts_and_a_session_with_nothing_asked_are_recorded_as_such_and_left_out_of_the_block() {
     require_agent("claude", "@anthropic-ai/claude-code");
     require_agent("codex", "@openai/codex");
     require_agent("gemini", "@google/gemini-cli");
@@ -159,7 +158,15 @@ fn failed_starts_and_a_session_with_nothing_asked_are_recorded_as_such_and_left_
     let out = run_with(
         &sb,
         &gemini_env,
-        &["run", "gemini", "--", "-m", "gemini-2.5-flash", "-p", "Say hello"],
+        &[
+            "run",
+            "gemini",
+            "--",
+            "-m",
+            "gemini-2.5-flash",
+            "-p",
+            "Say hello",
+        ],
     );
     assert_eq!(out.status.code(), Some(55), "{}", stderr(&out));
     // One run that works.
@@ -195,7 +202,7 @@ fn failed_starts_and_a_session_with_nothing_asked_are_recorded_as_such_and_left_
     let all = runs(&sb);
     let outcomes: Vec<(&str, &Value)> = all
         .iter()
-        .map(|r| (r["agent"].as_str().unwrap(), &r["outcome"]))
+        .map(|r| (r["agent"].as_str().unwrap(), &r["result"]))
         .collect();
     assert_eq!(
         outcomes,
@@ -243,7 +250,10 @@ fn failed_starts_and_a_session_with_nothing_asked_are_recorded_as_such_and_left_
 /// Runs `program` directly in the sandbox; asserts success.
 fn direct(sb: &Sandbox, program: &str, args: &[&str]) -> Output {
     let exe = which::which(program).expect("agent installed");
-    let out = isolated(sb, &exe).args(args).output().expect("run the agent");
+    let out = isolated(sb, &exe)
+        .args(args)
+        .output()
+        .expect("run the agent");
     assert!(
         out.status.success(),
         "{program} failed\nstdout:\n{}\nstderr:\n{}",
@@ -266,12 +276,7 @@ fn files(run: &Value) -> Vec<(String, bool)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| {
-            (
-                f["path"].as_str().unwrap().to_string(),
-                f["shared"] == true,
-            )
-        })
+        .map(|f| (f["path"].as_str().unwrap().to_string(), f["shared"] == true))
         .collect()
 }
 
@@ -352,7 +357,11 @@ fn two_overlapping_runs_keep_their_own_files_and_the_block_says_what_each_did() 
     settled(&sb);
     std::fs::write(&finish, "").unwrap();
     let out = codex.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let all = runs(&sb);
     assert_eq!(all.len(), 2, "{all:#?}");
@@ -362,12 +371,18 @@ fn two_overlapping_runs_keep_their_own_files_and_the_block_says_what_each_did() 
     // run's file is never this run's.
     assert_eq!(
         files(claude),
-        [("a.txt".to_string(), false), ("shared.txt".to_string(), true)],
+        [
+            ("a.txt".to_string(), false),
+            ("shared.txt".to_string(), true)
+        ],
         "{claude:#}"
     );
     assert_eq!(
         files(codex),
-        [("b.txt".to_string(), false), ("shared.txt".to_string(), true)],
+        [
+            ("b.txt".to_string(), false),
+            ("shared.txt".to_string(), true)
+        ],
         "{codex:#}"
     );
     assert_eq!(changed_paths(claude).len(), 2);
@@ -377,7 +392,12 @@ fn two_overlapping_runs_keep_their_own_files_and_the_block_says_what_each_did() 
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| (c["command"].as_str().unwrap().to_string(), c["exit_code"].as_i64()))
+            .map(|c| {
+                (
+                    c["command"].as_str().unwrap().to_string(),
+                    c["exit_code"].as_i64(),
+                )
+            })
             .collect()
     };
     assert_eq!(
@@ -405,7 +425,9 @@ fn two_overlapping_runs_keep_their_own_files_and_the_block_says_what_each_did() 
         "{recent}"
     );
     assert!(
-        claude_part.contains("Also changed while another run worked here (maybe not by this one): `shared.txt`"),
+        claude_part.contains(
+            "Also changed while another run worked here (maybe not by this one): `shared.txt`"
+        ),
         "{recent}"
     );
     assert!(codex_part.contains("Changed: `b.txt`"), "{recent}");

@@ -205,9 +205,9 @@ fn a_settings_file_that_does_not_parse_is_refused_and_left_unchanged() {
 pub fn settled(sb: &Sandbox) {
     let dir = sb.path(".pas-agent/runs/hooks");
     crate::launcher_support::wait_for("the ended sessions to be recorded", || {
-        let pending = walk(&dir).into_iter().any(|p| {
-            std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\"ended_at\""))
-        });
+        let pending = walk(&dir)
+            .into_iter()
+            .any(|p| std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\"ended_at\"")));
         (!pending).then_some(())
     });
 }
@@ -531,7 +531,10 @@ fn a_damaged_session_never_fails_the_agent_and_old_markers_are_cleared() {
     crate::launcher_support::wait_for("the old marker to be cleared", || {
         (!stale.exists()).then_some(())
     });
-    assert!(runs(&sb).is_empty(), "nothing of that session was seen but a stray file");
+    assert!(
+        runs(&sb).is_empty(),
+        "nothing of that session was seen but a stray file"
+    );
     assert!(
         sb.path(&format!(".pas-agent/runs/hooks/gemini-{id}.json"))
             .exists()

@@ -28,7 +28,10 @@ fn session() -> Sandbox {
 /// Runs `program` directly in the sandbox, as a user would from a shell; asserts success.
 fn direct(sb: &Sandbox, program: &str, args: &[&str]) -> Output {
     let exe = which::which(program).expect("agent installed");
-    let out = isolated(sb, &exe).args(args).output().expect("run the agent");
+    let out = isolated(sb, &exe)
+        .args(args)
+        .output()
+        .expect("run the agent");
     assert!(
         out.status.success(),
         "{program} failed\nstdout:\n{}\nstderr:\n{}",
@@ -367,7 +370,12 @@ fn interactive_codex_is_recorded_when_the_user_quits() {
             term.screen(),
             mock.requests()
                 .iter()
-                .map(|r| format!("{} {} {}", r.method, r.path, r.body.chars().take(300).collect::<String>()))
+                .map(|r| format!(
+                    "{} {} {}",
+                    r.method,
+                    r.path,
+                    r.body.chars().take(300).collect::<String>()
+                ))
                 .collect::<Vec<_>>()
         );
         std::thread::sleep(Duration::from_millis(100));

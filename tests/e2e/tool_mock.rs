@@ -100,7 +100,12 @@ fn claude(body: &Value) -> Option<Reply> {
         Step::Write(p) => ("Write", json!({"file_path": p, "content": CONTENT})),
         Step::Run(c) => ("Bash", json!({"command": c, "description": "run it"})),
     };
-    Some(anthropic_call(body, &format!("toolu_step_{done}"), name, &input))
+    Some(anthropic_call(
+        body,
+        &format!("toolu_step_{done}"),
+        name,
+        &input,
+    ))
 }
 
 fn sse(events: &[(&str, Value)]) -> String {
@@ -122,11 +127,26 @@ fn anthropic_call(body: &Value, id: &str, name: &str, input: &Value) -> Reply {
         return ("200 OK", "application/json", msg.to_string());
     }
     let events = [
-        ("message_start", json!({"type": "message_start", "message": {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}})),
-        ("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})),
-        ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}})),
-        ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
-        ("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 5}})),
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+        ),
         ("message_stop", json!({"type": "message_stop"})),
     ];
     ("200 OK", "text/event-stream", sse(&events))
@@ -147,18 +167,32 @@ fn openai_item(item: Value) -> Reply {
                       "output_tokens_details": null, "total_tokens": 15}})
     };
     let events = [
-        ("response.created", json!({"type": "response.created", "response": response("in_progress", json!([]))})),
-        ("response.output_item.added", json!({"type": "response.output_item.added", "output_index": 0, "item": with("in_progress")})),
-        ("response.output_item.done", json!({"type": "response.output_item.done", "output_index": 0, "item": with("completed")})),
-        ("response.completed", json!({"type": "response.completed", "response": response("completed", json!([with("completed")]))})),
+        (
+            "response.created",
+            json!({"type": "response.created", "response": response("in_progress", json!([]))}),
+        ),
+        (
+            "response.output_item.added",
+            json!({"type": "response.output_item.added", "output_index": 0, "item": with("in_progress")}),
+        ),
+        (
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0, "item": with("completed")}),
+        ),
+        (
+            "response.completed",
+            json!({"type": "response.completed", "response": response("completed", json!([with("completed")]))}),
+        ),
     ];
     ("200 OK", "text/event-stream", sse(&events))
 }
 
 fn function_call(done: usize, name: &str, arguments: &Value) -> Reply {
-    openai_item(json!({"type": "function_call", "id": format!("fc_step_{done}"),
+    openai_item(
+        json!({"type": "function_call", "id": format!("fc_step_{done}"),
         "call_id": format!("call_step_{done}"), "name": name,
-        "arguments": arguments.to_string()}))
+        "arguments": arguments.to_string()}),
+    )
 }
 
 /// Codex: the last user message is the prompt (its AGENTS.md and environment messages come
@@ -249,11 +283,7 @@ fn gemini(path: &str, body: &Value) -> Option<Reply> {
         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
         "modelVersion": "mock"});
     Some(if path.contains(":streamGenerateContent") {
-        (
-            "200 OK",
-            "text/event-stream",
-            format!("data: {reply}\n\n"),
-        )
+        ("200 OK", "text/event-stream", format!("data: {reply}\n\n"))
     } else {
         ("200 OK", "application/json", reply.to_string())
     })
