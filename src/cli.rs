@@ -100,6 +100,15 @@ pub enum Command {
     Run(RunArgs),
     /// List the agent runs recorded in this session, or show one in full (`runs N`).
     Runs(RunsArgs),
+    /// End live agents so that each can be restored later in its own conversation, project and
+    /// tmux window (docs/freeze.md).
+    Freeze(FreezeArgs),
+    /// Bring frozen runs back (`pas-agent freeze`), or the runs that were live when the machine
+    /// went down, each resumed in its own conversation (docs/freeze.md).
+    Restore(RestoreArgs),
+    /// List this project's agent conversations from the agents' own stores, newest first, also
+    /// those started without pas-agent (resume one with `pas-agent run AGENT --resume ID`).
+    Sessions(SessionsArgs),
     /// Print the shell integration script: a prompt segment, and agent commands sent through
     /// `run` inside a session (`pas-agent man hook`; https://docs.rs/crate/pas-agent/latest/source/docs/hooks.md).
     #[command(
@@ -429,8 +438,9 @@ pub struct ExportArgs {
 /// `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The agent (claude, codex, gemini, opencode, cursor-agent, kiro-cli, agy, aider,
-    /// copilot, qwen, amp, goose, or an id or alias), or any program. Without it, the program is the first word after `--`.
+    /// The agent (claude, codex, gemini, opencode, copilot, qwen, pi, droid, kilo, cn, aider,
+    /// cursor-agent, kiro-cli, agy, amp, goose, or an id or alias), or any program. Without it,
+    /// the program is the first word after `--`.
     #[arg(value_name = "AGENT")]
     pub agent: Option<String>,
     /// Do not take the checkpoints before and after the run.
@@ -443,10 +453,15 @@ pub struct RunArgs {
     /// program gets an export only with this).
     #[arg(long, value_name = "AGENT", value_parser = PossibleValuesParser::new(crate::agents::names()))]
     pub to: Option<String>,
-    /// Resume the agent's most recent session recorded in this project, with the agent's own
-    /// resume syntax (`claude --resume <id>`, `codex resume <id>`, `gemini --resume <id>`, …).
-    #[arg(long)]
-    pub resume: bool,
+    /// Resume a session with the agent's own resume syntax (`claude --resume <id>`, `codex
+    /// resume <id>`, …): without SELECTOR the agent's most recent one recorded in this project;
+    /// SELECTOR is a run number, a session id, the end of one (as `pas-agent sessions` lists
+    /// them) or the path of its file. Write it as `--resume=SELECTOR` or put `--` after it.
+    #[arg(long, value_name = "SELECTOR", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
+    /// Restore the frozen run this token names (given by `pas-agent restore`).
+    #[arg(long, value_name = "TOKEN", hide = true, requires = "resume")]
+    pub restoring: Option<String>,
     /// Run the agent with pas-agent's own stdin and stdout instead of a pseudo-terminal (no
     /// output capture). Also PAS_AGENT_NO_PTY=1.
     #[arg(long)]
@@ -478,6 +493,63 @@ pub struct RunsArgs {
     /// List the live runs of every project on this machine (the run registry).
     #[arg(long)]
     pub all: bool,
+}
+
+/// `freeze`.
+#[derive(Debug, Args)]
+pub struct FreezeArgs {
+    /// The runs to freeze: a registry id as `runs --all` shows it (or the start of one), or,
+    /// inside a project, a run number as `runs` shows it.
+    #[arg(
+        value_name = "RUN",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub runs: Vec<String>,
+    /// Every live run on this machine.
+    #[arg(long)]
+    pub all: bool,
+    /// End an agent whose session id is not known, though it cannot be restored.
+    #[arg(long)]
+    pub force: bool,
+    /// Seconds each signal is given to end the agent before the next is sent.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub grace: u64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `restore`.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The runs to restore: a registry id as `runs --all` shows it (or the start of one), or,
+    /// inside a project, a run number. Without RUN or --all: the frozen runs are listed.
+    #[arg(value_name = "RUN", conflicts_with = "all")]
+    pub runs: Vec<String>,
+    /// Every frozen run on this machine, and every run whose launcher died with a known session.
+    #[arg(long)]
+    pub all: bool,
+    /// Forget these frozen runs instead (their captures too).
+    #[arg(long, requires = "runs")]
+    pub drop: bool,
+    /// Print JSON (for the list).
+    #[arg(long)]
+    pub json: bool,
+    /// Receive a restore's environment and start it (the command of a restored tmux window).
+    #[arg(long, value_name = "SOCKET", hide = true, conflicts_with_all = ["runs", "all", "drop"])]
+    pub receive: Option<PathBuf>,
+}
+
+/// `sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Only this agent's conversations (claude, codex, gemini, opencode, …).
+    #[arg(value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A shell `hook` can integrate with.

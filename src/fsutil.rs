@@ -388,6 +388,28 @@ impl WriteGuard {
         Ok(())
     }
 
+    /// Deletes the empty directory at `path` (one pas-agent made for a file it then deleted),
+    /// after the same checks as [`WriteGuard::remove`]: never through a link, never outside
+    /// the root or into `.git`.
+    ///
+    /// Errors: as [`WriteGuard::check`]; [`WriteError::Symlink`]; [`WriteError::NotAFile`]
+    /// for anything but a directory; I/O errors (a directory that is not empty is one).
+    pub fn remove_dir(&self, path: &Path, named: Named) -> Result<(), WriteError> {
+        let real = self.check(path, named)?;
+        let meta = fs::symlink_metadata(path)?;
+        if meta.file_type().is_symlink() {
+            return Err(WriteError::Symlink {
+                path: path.to_path_buf(),
+                target: fs::read_link(path).ok(),
+            });
+        }
+        if !meta.is_dir() {
+            return Err(WriteError::NotAFile(kind_of(&meta)));
+        }
+        fs::remove_dir(&real)?;
+        Ok(())
+    }
+
     /// Replaces (or creates) the file at `path` with `contents` so that a crash at any instant
     /// leaves the old file or the new one, whole; through links that stay inside the root (the
     /// link survives and its target is written). Keeps the old file's mode, owner and group; a

@@ -394,6 +394,10 @@ impl<'de> Deserialize<'de> for RunState {
     }
 }
 
+/// [`Transcript::missing`] of a transcript read in full that holds no prompt or answer of
+/// the run.
+pub const NO_WORDS: &str = "the session holds no prompt or answer after the run started";
+
 /// What a run that did no work amounted to (`runs[].result`, docs/format.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunResult {
@@ -460,7 +464,14 @@ impl RunResult {
         let quick = run.duration_ms.is_some_and(|ms| ms <= FAILED_START_MS);
         match run.exit_code {
             Some(code) if code != 0 && quick => Some(RunResult::FailedStart),
-            Some(0) | None if no_session_file || (t.source.is_some() && t.prompts.is_empty()) => {
+            // A transcript read in full that holds no prompt; one with damaged entries or an
+            // error of the agent's own may have lost them, and says nothing.
+            Some(0) | None
+                if no_session_file
+                    || (t.source.is_some()
+                        && t.prompts.is_empty()
+                        && t.missing.as_deref().is_none_or(|m| m == NO_WORDS)) =>
+            {
                 Some(RunResult::NothingAsked)
             }
             _ => None,
@@ -743,6 +754,54 @@ impl Transcript {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A finished run of `exit_code` that lasted `ms`, with `transcript`.
+    fn run_of(exit_code: Option<i64>, ms: u64, transcript: serde_json::Value) -> Run {
+        serde_json::from_value(serde_json::json!({
+            "id": "00000000-0000-4000-8000-000000000001", "agent": "claude-code",
+            "argv": ["claude"], "cwd": "/w", "state": "finished",
+            "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:00:03Z",
+            "duration_ms": ms, "exit_code": exit_code, "transcript": transcript,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_result_only_for_runs_that_did_no_work() {
+        let empty = serde_json::json!({"source": "/s.jsonl", "missing": NO_WORDS});
+        assert_eq!(
+            RunResult::of(&run_of(Some(1), 3000, empty.clone())),
+            Some(RunResult::FailedStart)
+        );
+        // A late failure is a run that failed, not a failed start.
+        assert_eq!(
+            RunResult::of(&run_of(Some(1), 120_000, empty.clone())),
+            None
+        );
+        assert_eq!(
+            RunResult::of(&run_of(Some(0), 3000, empty.clone())),
+            Some(RunResult::NothingAsked)
+        );
+        // Damaged entries may have held the prompt: nothing is said.
+        let damaged = serde_json::json!({"source": "/s.jsonl",
+            "missing": format!("{NO_WORDS} (2 entries of /s.jsonl could not be read)")});
+        assert_eq!(RunResult::of(&run_of(Some(0), 3000, damaged)), None);
+        // No store file read: nothing is known, unless the agent never wrote the file it named.
+        let unread = serde_json::json!({"missing": "the agent's session id is not known"});
+        assert_eq!(RunResult::of(&run_of(None, 3000, unread.clone())), None);
+        assert_eq!(
+            RunResult::judged(&run_of(None, 3000, unread), true),
+            Some(RunResult::NothingAsked)
+        );
+        // An answer, a command or an edit is work.
+        for worked in [
+            serde_json::json!({"source": "/s.jsonl", "last_answer": "done"}),
+            serde_json::json!({"source": "/s.jsonl", "commands": [{"command": "false", "exit_code": 1}]}),
+            serde_json::json!({"source": "/s.jsonl", "edits": ["a.rs"]}),
+        ] {
+            assert_eq!(RunResult::of(&run_of(Some(1), 3000, worked)), None);
+        }
+    }
 
     #[test]
     fn file_status_round_trips_known_and_unknown_forms() {

@@ -17,6 +17,7 @@ pub const AGENT: Agent = Agent {
     resume: Some(Resume {
         args: &["threads", "continue", "{id}"],
         subcommands: &[],
+        after_subcommand: &[],
     }),
     id_shape: IdShape::PrefixedUuid("T-"),
     ..BASE

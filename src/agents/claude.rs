@@ -2,7 +2,11 @@
 //!
 //! - **Context**: `CLAUDE.md`, and `.claude/CLAUDE.md` and `CLAUDE.local.md`, in each directory
 //!   from the one it starts in up to the root, plus `.claude/rules/*.md`; `@path` imports
-//!   (code.claude.com/docs/en/memory; checked: the 2.1.197 binary's memory loader).
+//!   (code.claude.com/docs/en/memory; checked: the 2.1.197 binary's memory loader). It does
+//!   not read `AGENTS.md`, with or without a `CLAUDE.md` (checked: claude 2.1.197 `-p`, each
+//!   file's text looked for in the request to a mock model). `CLAUDE.local.md` is the
+//!   personal file the documentation says to keep out of git: where `CLAUDE.md` is tracked,
+//!   `run` puts the session there ([`Private::AlsoReads`]).
 //! - **Launch**: `--session-id <uuid>` uses a caller-chosen id, `-r/--resume <id>` resumes one
 //!   (code.claude.com/docs/en/cli-reference; checked: claude 2.1.197 `--help`). Issue
 //!   anthropics/claude-code#44607 reports the flag not controlling the on-disk id in
@@ -21,7 +25,8 @@
 //!   - `{"type":"assistant","message":{"model","content":[{"type":"text","text"}…],"usage":{
 //!     "input_tokens","output_tokens","cache_read_input_tokens","cache_creation_input_tokens"}}}`
 //!     is an answer; Claude writes one line per content block of a message, each with the
-//!     message's `id` and usage, so usage is counted once per run of lines with one `id`. Its
+//!     message's `id` and usage, so usage is counted once per run of lines with one `id`, and
+//!     the answer is the text of all the blocks of the last message that has text. Its
 //!     `tool_use` parts name the files written (`Write`, `Edit`, `MultiEdit`: `file_path`;
 //!     `NotebookEdit`: `notebook_path`) and the commands run (`Bash`: `command`); the
 //!     `tool_result` part of a later user line with the call's `tool_use_id` says whether the
@@ -44,13 +49,15 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
+use super::args::ArgShape;
 use super::hooks::{Event, Format, Hooks, Unit};
 use super::mcp::{Mcp, OneRun, Shape};
 use super::store::{
-    Candidate, Home, MAX_LINE, Query, Store, VarIs, files, modified, same_dir, subdirs,
+    Candidate, Conversation, HEAD_BYTES, Home, MAX_LINE, Query, Store, VarIs, dashed, files, head,
+    modified, same_dir, subdirs,
 };
 use super::words::{Collector, json_lines, read_file, text_of, time_of};
-use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
+use super::{Agent, BASE, IdShape, Private, RESUME_FLAG, SessionId, Stop, StopSignal, Straight};
 use crate::model::Transcript;
 
 /// `$CLAUDE_CONFIG_DIR`, default `~/.claude`.
@@ -69,6 +76,7 @@ pub const AGENT: Agent = Agent {
     context_file: "CLAUDE.md",
     also_reads: &[".claude/CLAUDE.md", "CLAUDE.local.md"],
     at_imports: true,
+    private: Private::AlsoReads("CLAUDE.local.md"),
     resume: Some(RESUME_FLAG),
     session_id: SessionId::Choose {
         flag: "--session-id",
@@ -127,6 +135,7 @@ pub const AGENT: Agent = Agent {
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
         settings: &[],
+        env_marker: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::ClaudeJson,
@@ -135,6 +144,88 @@ pub const AGENT: Agent = Agent {
             flag: "--mcp-config",
         }),
     }),
+    // checked: claude 2.1.197, interactive, against a mock model: SIGINT (as `kill` sends it,
+    // not the key, which the TUI reads itself) and SIGTERM both end it within a second, the
+    // transcript whole and a `last-prompt` line added, printing `claude --resume <id>`.
+    stop: Stop {
+        signals: &[StopSignal::Interrupt],
+        checked: true,
+    },
+    // checked: claude 2.1.197 `--help` (commander: `<v>` one value, `[v]` an optional one,
+    // `<v...>` every word up to the next flag; the prompt is positional).
+    arg_shape: ArgShape {
+        known: true,
+        value_flags: &[
+            "--agent",
+            "--agents",
+            "--append-system-prompt",
+            "--append-system-prompt-file",
+            "--debug-file",
+            "--effort",
+            "--fallback-model",
+            "--input-format",
+            "--json-schema",
+            "--max-budget-usd",
+            "--model",
+            "-n",
+            "--name",
+            "--output-format",
+            "--permission-mode",
+            "--plugin-dir",
+            "--plugin-url",
+            "--remote-control-session-name-prefix",
+            "--session-id",
+            "--setting-sources",
+            "--settings",
+            "--system-prompt",
+            "--system-prompt-file",
+        ],
+        optional_flags: &[
+            "-d",
+            "--debug",
+            "--from-pr",
+            "--prompt-suggestions",
+            "--remote-control",
+            "-r",
+            "--resume",
+            "-w",
+            "--worktree",
+        ],
+        many_flags: &[
+            "--add-dir",
+            "--allowedTools",
+            "--allowed-tools",
+            "--betas",
+            "--disallowedTools",
+            "--disallowed-tools",
+            "--file",
+            "--mcp-config",
+            "--tools",
+        ],
+        one_shot: &[
+            "-p",
+            "--print",
+            "--input-format",
+            "--output-format",
+            "--json-schema",
+            "--include-partial-messages",
+            "--include-hook-events",
+            "--replay-user-messages",
+            "--max-budget-usd",
+        ],
+        prompt_flags: &[],
+        session_flags: &[
+            "--session-id",
+            "-r",
+            "--resume",
+            "-c",
+            "--continue",
+            "--fork-session",
+            "--from-pr",
+            "--no-session-persistence",
+        ],
+        positional_prompts: true,
+    },
     ..BASE
 };
 
@@ -155,6 +246,16 @@ impl Store for Projects {
 
     fn has(&self, id: &str, _cwd: &Path) -> Option<bool> {
         Some(self.dir().is_some_and(|d| has(&d, id)))
+    }
+
+    fn conversations(&self, dir: &Path, _program: Option<&Path>) -> Vec<Conversation> {
+        self.dir()
+            .map(|d| conversations(&d, dir))
+            .unwrap_or_default()
+    }
+
+    fn session_file(&self, id: &str, _cwd: &Path) -> Option<PathBuf> {
+        find(id, None)
     }
 
     fn transcript(
@@ -195,6 +296,44 @@ fn sessions(projects: &Path, q: &Query<'_>) -> Vec<Candidate> {
             out.push(Candidate {
                 id,
                 at: mtime,
+                file: Some(path),
+            });
+        }
+    }
+    out
+}
+
+/// The transcripts of `dir`: those in its project directory (`projects/<dir with every
+/// character but letters and digits as '-'>`, for the path as given and made canonical) whose
+/// events name `dir`, each with its first prompt from the first [`HEAD_BYTES`] of the file.
+fn conversations(projects: &Path, dir: &Path) -> Vec<Conversation> {
+    let mut keys = vec![dashed(dir)];
+    if let Ok(real) = dir.canonicalize()
+        && !keys.contains(&dashed(&real))
+    {
+        keys.push(dashed(&real));
+    }
+    let mut out = Vec::new();
+    for key in keys {
+        for path in files(&projects.join(key)) {
+            if path.extension() != Some(OsStr::new("jsonl")) {
+                continue;
+            }
+            let (Some(id), Some(updated)) = (session_of(&path, dir), modified(&path)) else {
+                continue;
+            };
+            let first_prompt = head(&path, HEAD_BYTES).and_then(|text| {
+                parse(&text, DateTime::<Utc>::UNIX_EPOCH)
+                    .finish(&path)
+                    .prompts
+                    .into_iter()
+                    .next()
+            });
+            out.push(Conversation {
+                id,
+                updated,
+                first_prompt,
+                cwd: dir.to_path_buf(),
                 file: Some(path),
             });
         }
@@ -260,6 +399,8 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
     // Files an edit tool call names, until its result says it wrote them (a call refused for
     // want of permission writes nothing).
     let mut writing: std::collections::HashMap<String, String> = Default::default();
+    // The text blocks of the current message, one line each: its answer is all of them.
+    let mut blocks: Vec<String> = Vec::new();
     json_lines(text, &mut c, |v, c| {
         let kind = v["type"].as_str().unwrap_or_default();
         if kind != "user" && kind != "assistant" {
@@ -311,6 +452,10 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
             c.model(model);
         }
         let id = message["id"].as_str().map(str::to_string);
+        let same_message = id.is_some() && id == last_message;
+        if !same_message {
+            blocks.clear();
+        }
         if id.is_none() || id != last_message {
             let u = &message["usage"];
             if u.is_object() {
@@ -342,7 +487,11 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
                 _ => {}
             }
         }
-        c.answer(&text_of(&message["content"], &["text"]));
+        let text = text_of(&message["content"], &["text"]);
+        if !text.trim().is_empty() {
+            blocks.push(text);
+            c.answer(&blocks.join("\n\n"));
+        }
     });
     c
 }
@@ -502,6 +651,39 @@ mod tests {
         let start = Utc::now() - chrono::Duration::seconds(1);
         assert_eq!(ids(sessions(&projects, &window(&cwd, start))), ["abc"]);
         assert!(has(&projects, "abc") && !has(&projects, "nope"));
+    }
+
+    /// Claude Code writes each content block of a message as a line of its own, with the
+    /// message's id: the answer is every text block of the message, not the last one.
+    #[test]
+    fn an_answer_in_several_text_blocks_is_whole() {
+        let block = |t: &str, text: &str| {
+            serde_json::json!({"type": "assistant", "timestamp": t,
+                "message": {"role": "assistant", "id": "msg_1", "model": "claude-x",
+                            "content": [{"type": "text", "text": text}]}})
+            .to_string()
+        };
+        let text = [
+            line(
+                "user",
+                "2026-01-02T00:00:00Z",
+                "Summarise".into(),
+                Value::Null,
+            ),
+            block("2026-01-02T00:00:01Z", "First part."),
+            serde_json::json!({"type": "assistant", "timestamp": "2026-01-02T00:00:01Z",
+                "message": {"role": "assistant", "id": "msg_1", "model": "claude-x",
+                            "content": [{"type": "tool_use", "name": "Read", "input": {}}]}})
+            .to_string(),
+            block("2026-01-02T00:00:02Z", "Second part."),
+        ]
+        .join("\n");
+        let since = time_of(&"2026-01-01T12:00:00Z".into()).unwrap();
+        let t = parse(&text, since).finish(Path::new("/t.jsonl"));
+        assert_eq!(
+            t.last_answer.as_deref(),
+            Some("First part.\n\nSecond part.")
+        );
     }
 
     #[test]

@@ -2,7 +2,11 @@
 //!
 //! - **Context**: `AGENTS.md` from the git root down to the working directory, at most
 //!   `project_doc_max_bytes` (default 32 KiB) of it (github.com/openai/codex docs/agents_md.md,
-//!   docs/config.md).
+//!   docs/config.md). In each directory an `AGENTS.override.md` is read instead of
+//!   `AGENTS.md` when it exists (the same documentation; checked: codex-cli 0.171.0 `exec`,
+//!   each file's text looked for in the request to a mock model: only the override's was
+//!   there). Where `AGENTS.md` is tracked by git, `run` writes the override for the run
+//!   ([`Private::Shadows`]).
 //! - **Launch**: no way to choose the session id (openai/codex discussion #3827): it is read
 //!   from the rollout. `codex resume <id>` and `codex exec resume <id> [prompt]` (checked:
 //!   codex-cli 0.171.0 `resume --help`, `exec resume --help`; `exec` is also `e`).
@@ -17,7 +21,10 @@
 //!     `response_item` user messages are not read: they also carry the AGENTS.md text Codex
 //!     injects;
 //!   - `event_msg` `item_completed` with an `AgentMessage` item, `agent_message`
-//!     (`payload.message`), or `task_complete` (`payload.last_agent_message`): an answer;
+//!     (`payload.message`), or `task_complete` (`payload.last_agent_message`): an answer,
+//!     unless its `phase` is `commentary` (what the model says while it works); and a
+//!     `response_item` assistant `message` whose `phase` is `final_answer`, which may be all a
+//!     rollout holds of the answer (checked: codex-cli 0.171.0 rollouts with commentary);
 //!   - `event_msg` `token_count`: `payload.info.last_token_usage` (`input_tokens`,
 //!     `output_tokens`, `cached_input_tokens`, `cache_write_input_tokens`) of one model call;
 //!   - `turn_context`: `payload.model`;
@@ -42,11 +49,18 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::args::ArgShape;
 use super::hooks::{Event, Format, Hooks, Setting, Unit};
 use super::mcp::{Mcp, OneRun, Shape};
-use super::store::{Candidate, Home, Query, Store, VarIs, files, first_line, modified, same_dir};
+use super::store::{
+    Candidate, Conversation, HEAD_BYTES, Home, Query, Store, VarIs, files, first_line, head,
+    modified, same_dir,
+};
 use super::words::{Collector, json_lines, read_file, text_of, time_of, together};
-use super::{Agent, BASE, IdShape, LimitUnit, ReadLimit, Resume, SessionId, Straight};
+use super::{
+    Agent, BASE, IdShape, LimitUnit, Private, ReadLimit, Resume, SessionId, Stop, StopSignal,
+    Straight,
+};
 use crate::model::Transcript;
 
 /// `$CODEX_HOME`, default `~/.codex`.
@@ -62,6 +76,8 @@ pub const AGENT: Agent = Agent {
     name: "Codex",
     executables: &["codex"],
     context_file: "AGENTS.md",
+    reads_first: &["AGENTS.override.md"],
+    private: Private::Shadows("AGENTS.override.md"),
     read_limit: Some(ReadLimit {
         amount: 32 * 1024,
         unit: LimitUnit::Bytes,
@@ -69,6 +85,7 @@ pub const AGENT: Agent = Agent {
     resume: Some(Resume {
         args: &["resume", "{id}"],
         subcommands: &["exec", "e"],
+        after_subcommand: &[],
     }),
     session_id: SessionId::Discover,
     // Ids: UUID v7, `session_meta.payload.id` (checked: codex-cli 0.171.0 rollouts).
@@ -129,12 +146,78 @@ pub const AGENT: Agent = Agent {
         caveat: Some(
             "Codex runs new hooks only after you review and trust them: start `codex` and approve them in `/hooks`. It reads a project's .codex/config.toml only when the project is trusted.",
         ),
+        env_marker: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::CodexToml,
         hint: "# Codex: add to ~/.codex/config.toml, or run `codex mcp add pas-agent -- pas-agent mcp`",
         one_run: Some(OneRun::CodexOverrides),
     }),
+    // checked: codex-cli 0.171.0 TUI (`--no-daemon`), against a mock model: SIGINT and SIGTERM
+    // to its process group end it at once; the rollout is written line by line as the turns
+    // go, so it is whole.
+    stop: Stop {
+        signals: &[StopSignal::Interrupt],
+        checked: true,
+    },
+    // checked: codex-cli 0.171.0 `--help`, `exec --help`, `resume --help` (the prompt is
+    // positional; `exec`'s own flags mean nothing to the interactive `codex resume`).
+    arg_shape: ArgShape {
+        known: true,
+        value_flags: &[
+            "-c",
+            "--config",
+            "--enable",
+            "--disable",
+            "--remote",
+            "--remote-auth-token-env",
+            "-m",
+            "--model",
+            "--local-provider",
+            "-p",
+            "--profile",
+            "-s",
+            "--sandbox",
+            "-C",
+            "--cd",
+            "--add-dir",
+            "-a",
+            "--ask-for-approval",
+            "--thread-source",
+            "--cyber-access-program",
+            "--output-schema",
+            "--color",
+            "-o",
+            "--output-last-message",
+        ],
+        optional_flags: &["resume", "fork"],
+        many_flags: &["-i", "--image"],
+        one_shot: &[
+            "exec",
+            "e",
+            "--skip-git-repo-check",
+            "--trust",
+            "--ephemeral",
+            "--ignore-user-config",
+            "--ignore-rules",
+            "--json",
+            "--thread-source",
+            "--cyber-access-program",
+            "--output-schema",
+            "--color",
+            "-o",
+            "--output-last-message",
+        ],
+        prompt_flags: &[],
+        session_flags: &[
+            "resume",
+            "fork",
+            "--last",
+            "--all",
+            "--include-non-interactive",
+        ],
+        positional_prompts: true,
+    },
     ..BASE
 };
 
@@ -148,6 +231,16 @@ impl Store for Rollouts {
 
     fn sessions(&self, q: &Query<'_>) -> Vec<Candidate> {
         self.dir().map(|d| sessions(&d, q)).unwrap_or_default()
+    }
+
+    fn conversations(&self, dir: &Path, _program: Option<&Path>) -> Vec<Conversation> {
+        self.dir()
+            .map(|d| conversations(&d, dir))
+            .unwrap_or_default()
+    }
+
+    fn session_file(&self, id: &str, _cwd: &Path) -> Option<PathBuf> {
+        find(id, None).pop()
     }
 
     fn transcript(
@@ -205,6 +298,62 @@ fn sessions(sessions: &Path, q: &Query<'_>) -> Vec<Candidate> {
                     at: t,
                     file: Some(path),
                 });
+            }
+        }
+    }
+    out
+}
+
+/// Every rollout under `sessions` (all days) whose `session_meta` has the cwd `dir`, one per
+/// session id (the newest file of a session resumed on another day), each with its first
+/// prompt from the first [`HEAD_BYTES`] after the `session_meta` line.
+fn conversations(sessions: &Path, dir: &Path) -> Vec<Conversation> {
+    let mut out: Vec<Conversation> = Vec::new();
+    for year in dirs(sessions) {
+        for month in dirs(&year) {
+            for day in dirs(&month) {
+                for path in files(&day) {
+                    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                    if !name.is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl")) {
+                        continue;
+                    }
+                    let Some(meta) = first_line(&path) else {
+                        continue;
+                    };
+                    let p = &meta["payload"];
+                    let (Some(id), Some(cwd)) = (p["id"].as_str(), p["cwd"].as_str()) else {
+                        continue;
+                    };
+                    if meta["type"] != "session_meta" || !same_dir(cwd, dir) {
+                        continue;
+                    }
+                    let Some(updated) = modified(&path) else {
+                        continue;
+                    };
+                    let first_prompt = head(&path, HEAD_BYTES).and_then(|text| {
+                        parse(&text, DateTime::<Utc>::UNIX_EPOCH)
+                            .finish(&path)
+                            .prompts
+                            .into_iter()
+                            .next()
+                    });
+                    let c = Conversation {
+                        id: id.to_string(),
+                        updated,
+                        first_prompt,
+                        cwd: dir.to_path_buf(),
+                        file: Some(path),
+                    };
+                    match out.iter_mut().find(|o| o.id == c.id) {
+                        // The first file has the first prompt; the newest one the time.
+                        Some(o) if c.updated > o.updated => {
+                            o.updated = c.updated;
+                            o.file = c.file;
+                        }
+                        Some(_) => {}
+                        None => out.push(c),
+                    }
+                }
             }
         }
     }
@@ -308,12 +457,23 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
                     c.model(m);
                 }
             }
+            // The final answer as the model gave it: with a phase, only `final_answer` (not
+            // `commentary`); it is all a rollout may hold of the answer.
+            "response_item"
+                if p["type"] == "message"
+                    && p["role"] == "assistant"
+                    && p["phase"] == "final_answer" =>
+            {
+                c.answer(&text_of(&p["content"], &["output_text"]));
+            }
             "event_msg" => match p["type"].as_str().unwrap_or_default() {
                 "item_completed" => {
                     let item = &p["item"];
                     match item["type"].as_str().unwrap_or_default() {
                         "UserMessage" => c.prompt(&text_of(&item["content"], &[])),
-                        "AgentMessage" => c.answer(&text_of(&item["content"], &[])),
+                        "AgentMessage" if item["phase"] != "commentary" => {
+                            c.answer(&text_of(&item["content"], &[]));
+                        }
                         "FileChange" => file_change(item, c),
                         "CommandExecution" => {
                             c.ran(&command_line(&item["command"]), item["exit_code"].as_i64());
@@ -322,7 +482,9 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
                     }
                 }
                 "user_message" => c.prompt(p["message"].as_str().unwrap_or_default()),
-                "agent_message" => c.answer(p["message"].as_str().unwrap_or_default()),
+                "agent_message" if p["phase"] != "commentary" => {
+                    c.answer(p["message"].as_str().unwrap_or_default());
+                }
                 "task_complete" => {
                     if let Some(m) = p["last_agent_message"].as_str() {
                         c.answer(m);
@@ -435,6 +597,43 @@ mod tests {
             command_line(&serde_json::json!(["git", "status"])),
             "git status"
         );
+    }
+
+    /// codex-cli 0.171.0: commentary, a command, then the final answer.
+    const COMMENTARY: &str =
+        include_str!("../../tests/fixtures/agents/codex/commentary.rollout.jsonl");
+
+    #[test]
+    fn the_answer_is_the_final_one_never_commentary() {
+        let since = time_of(&"2026-01-01T00:00:00Z".into()).unwrap();
+        let t = parse(COMMENTARY, since).finish(Path::new("/r.jsonl"));
+        assert_eq!(t.prompts, ["COMMENTARY then RUNCMD please"]);
+        assert_eq!(
+            t.last_answer.as_deref(),
+            Some("Final answer after the tool ran.")
+        );
+        // Without the events of the final answer, its response item is the answer, and the
+        // commentary before it never is.
+        let only_items: String = COMMENTARY
+            .lines()
+            .filter(|l| {
+                !(l.contains("\"task_complete\"")
+                    || (l.contains("\"AgentMessage\"") && l.contains("final_answer")))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let t = parse(&only_items, since).finish(Path::new("/r.jsonl"));
+        assert_eq!(
+            t.last_answer.as_deref(),
+            Some("Final answer after the tool ran.")
+        );
+        let no_final: String = COMMENTARY
+            .lines()
+            .filter(|l| !l.contains("final_answer") && !l.contains("\"task_complete\""))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let t = parse(&no_final, since).finish(Path::new("/r.jsonl"));
+        assert_eq!(t.last_answer, None, "commentary is no answer");
     }
 
     fn write(path: &Path, text: &str) {

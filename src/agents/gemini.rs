@@ -22,7 +22,8 @@
 //!   `messages` included (a resumed session rewrites its earlier messages this way). Messages
 //!   are therefore taken by `id`, the latest version of each, in the order they first appeared:
 //!   - `type` `user`: a prompt (`content` a string or `[{"text"}…]`), except the
-//!     `<session_context>` text Gemini CLI sends first;
+//!     `<session_context>` text Gemini CLI sends first and the `<hook_context>` block a hook's
+//!     context (pas-agent's session) becomes before the prompt;
 //!   - `type` `gemini`: an answer (`content`), its `model` and `tokens` (`input`, `output`,
 //!     `cached`), and its `toolCalls` (`name`, `args`, `status`, `result`): the files
 //!     `write_file` and `replace` wrote (`args.file_path`) and the commands
@@ -43,10 +44,12 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::args::ArgShape;
 use super::hooks::{Event, Format, Hooks, Unit};
 use super::mcp::{Mcp, Shape};
 use super::store::{
-    Candidate, Home, Query, Store, VarIs, files, first_line, same_dir, subdirs, whole_json,
+    Candidate, Conversation, Home, Query, Store, VarIs, files, first_line, modified, same_dir,
+    subdirs, whole_json,
 };
 use super::words::{Collector, read_file, text_of, time_of, together};
 use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
@@ -117,12 +120,50 @@ pub const AGENT: Agent = Agent {
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
         settings: &[],
+        env_marker: None,
     }),
     mcp: Some(Mcp {
         shape: Shape::GeminiJson,
         hint: "# Gemini CLI: merge into .gemini/settings.json (this project) or ~/.gemini/settings.json, or run `gemini mcp add pas-agent pas-agent mcp`",
         one_run: None,
     }),
+    // Not checked: the default SIGINT (docs/freeze.md). Its chat file is written as messages
+    // come (checked: gemini 0.61.0 `-p`).
+    // checked: gemini 0.61.0 `--help` (yargs; the query is positional).
+    arg_shape: ArgShape {
+        known: true,
+        value_flags: &[
+            "-m",
+            "--model",
+            "-p",
+            "--prompt",
+            "-i",
+            "--prompt-interactive",
+            "-w",
+            "--worktree",
+            "--approval-mode",
+            "--policy",
+            "--admin-policy",
+            "--allowed-mcp-server-names",
+            "--allowed-tools",
+            "-e",
+            "--extensions",
+            "-r",
+            "--resume",
+            "--session-file",
+            "--session-id",
+            "--delete-session",
+            "--include-directories",
+            "-o",
+            "--output-format",
+        ],
+        optional_flags: &[],
+        many_flags: &[],
+        one_shot: &["-o", "--output-format"],
+        prompt_flags: &["-p", "--prompt", "-i", "--prompt-interactive"],
+        session_flags: &["-r", "--resume", "--session-file", "--session-id"],
+        positional_prompts: true,
+    },
     ..BASE
 };
 
@@ -136,6 +177,52 @@ impl Store for Chats {
 
     fn sessions(&self, q: &Query<'_>) -> Vec<Candidate> {
         HOME.path().map(|d| sessions(&d, q)).unwrap_or_default()
+    }
+
+    /// The sessions of `dir` and the first prompt of each, read from all of its chat files (a
+    /// resume can leave a file holding only the header: the prompts are in the other).
+    fn conversations(&self, dir: &Path, _program: Option<&Path>) -> Vec<Conversation> {
+        let Some(root) = HOME.path() else {
+            return Vec::new();
+        };
+        let query = Query {
+            cwd: dir,
+            from: DateTime::<Utc>::UNIX_EPOCH,
+            to: Utc::now(),
+            program: None,
+        };
+        let mut out: Vec<Conversation> = Vec::new();
+        for c in sessions(&root, &query) {
+            let updated = c.file.as_deref().and_then(modified).unwrap_or(c.at);
+            match out.iter_mut().find(|o| o.id == c.id) {
+                Some(o) => {
+                    if updated > o.updated {
+                        o.updated = updated;
+                        o.file = c.file;
+                    }
+                }
+                None => out.push(Conversation {
+                    first_prompt: None,
+                    cwd: dir.to_path_buf(),
+                    updated,
+                    file: c.file,
+                    id: c.id,
+                }),
+            }
+        }
+        for o in &mut out {
+            o.first_prompt = read(&o.id, DateTime::<Utc>::UNIX_EPOCH, None)
+                .prompts
+                .into_iter()
+                .next();
+        }
+        out
+    }
+
+    /// The chat file of the session written last (a resume starts a new one, then writes to
+    /// the session's first file).
+    fn session_file(&self, id: &str, _cwd: &Path) -> Option<PathBuf> {
+        store_files(id)?.into_iter().max_by_key(|p| modified(p))
     }
 
     fn transcript(
@@ -299,6 +386,20 @@ fn header_id(path: &Path) -> Option<String> {
     v["sessionId"].as_str().map(str::to_string)
 }
 
+/// What the user typed in a user message's text: without the `<hook_context>…</hook_context>`
+/// block Gemini CLI puts before it when a hook added context (pas-agent's session among them),
+/// which in the interactive mode is a message of its own, left empty here (checked: gemini
+/// 0.61.0 with pas-agent's hooks, `-p` and interactive).
+fn typed(text: &str) -> &str {
+    let t = text.trim_start();
+    match t.strip_prefix("<hook_context>") {
+        Some(rest) => rest
+            .split_once("</hook_context>")
+            .map_or("", |(_, after)| after.trim_start()),
+        None => text,
+    }
+}
+
 /// The words of the messages after `since`, in one chat file.
 #[cfg(test)]
 pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
@@ -370,7 +471,7 @@ pub(crate) fn parse_all(texts: &[String], since: DateTime<Utc>) -> Collector {
             "user" => {
                 let text = text_of(&m["content"], &[]);
                 if !text.trim_start().starts_with("<session_context>") {
-                    c.prompt(&text);
+                    c.prompt(typed(&text));
                 }
             }
             "gemini" => {
@@ -458,6 +559,30 @@ mod tests {
         assert_eq!(t.last_answer.as_deref(), Some("reply"));
         assert_eq!(t.model.as_deref(), Some("gemini-x"));
         assert!(t.missing.is_none());
+    }
+
+    /// Gemini CLI 0.61.0 with pas-agent's hooks: the start hook's context is a
+    /// `<hook_context>` block before the prompt (`-p`) or a message of its own (interactive).
+    #[test]
+    fn a_hooks_context_is_never_the_prompt() {
+        let since = time_of(&"2026-01-01T00:00:00Z".into()).unwrap();
+        let text = include_str!("../../tests/fixtures/agents/gemini/p-mode-hooks.jsonl");
+        let t = parse(text, since).finish(Path::new("/c.jsonl"));
+        assert_eq!(t.prompts, ["p mode prompt RUNOK"]);
+        let text = include_str!("../../tests/fixtures/agents/gemini/interactive-hooks.jsonl");
+        let t = parse(text, since).finish(Path::new("/c.jsonl"));
+        assert_eq!(
+            t.prompts,
+            [
+                "interactive WRITEFILE please",
+                "then RUNCMD please",
+                "now EDITFILE please"
+            ]
+        );
+        assert_eq!(
+            t.last_answer.as_deref(),
+            Some("Final answer after the tool ran.")
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub const AGENT: Agent = Agent {
     resume: Some(Resume {
         args: &["session", "--resume", "--session-id", "{id}"],
         subcommands: &[],
+        after_subcommand: &[],
     }),
     id_shape: IdShape::DateSerial,
     ..BASE

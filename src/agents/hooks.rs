@@ -46,6 +46,15 @@ pub enum Format {
     },
     /// TOML (Codex's `config.toml`, `[[hooks.<Event>]]` tables).
     Toml,
+    /// A file pas-agent owns whole (GitHub Copilot CLI's `.github/hooks/pas-agent.json`, a pi
+    /// extension): `template` with every `{command:<event>}` replaced by the installed command
+    /// of that event (`session-start`, `stop`, `session-end`) as a JSON string literal, which
+    /// is also a valid JavaScript string. The file is pas-agent's when it is the template with
+    /// some commands of pas-agent's in those places; another file there is never touched.
+    Owned {
+        /// The file's text.
+        template: &'static str,
+    },
 }
 
 /// The unit of [`Hooks::timeout`].
@@ -66,7 +75,8 @@ pub struct Payload {
     pub transcript: &'static str,
     /// The directory the agent runs in (`cwd`).
     pub cwd: &'static str,
-    /// The agent's last message, in the end-of-turn payload (`last_assistant_message`).
+    /// The agent's last message, in the end-of-turn payload (`last_assistant_message`); empty
+    /// when the agent's payloads carry none.
     pub last_message: &'static str,
 }
 
@@ -123,6 +133,12 @@ pub struct Hooks {
     /// Top-level settings written next to the hooks, and taken out with them (TOML settings
     /// files only): what the agent needs so that its hooks run when pas-agent needs them.
     pub settings: &'static [Setting],
+    /// An environment variable the agent sets for every hook it runs and no other agent does
+    /// (GitHub Copilot CLI's `COPILOT_PROJECT_DIR`). A hook installed for another agent that
+    /// finds it set was run by this agent, which also runs other agents' hooks (Copilot runs
+    /// Claude Code's in `.claude/settings.json`): it does nothing, so the session is never
+    /// recorded as the other agent's.
+    pub env_marker: Option<&'static str>,
 }
 
 impl Hooks {

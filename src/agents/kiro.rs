@@ -19,6 +19,7 @@ pub const AGENT: Agent = Agent {
     resume: Some(Resume {
         args: &["chat", "--resume-id", "{id}"],
         subcommands: &[],
+        after_subcommand: &[],
     }),
     session_id: SessionId::Printed {
         marker: "--resume-id ",

@@ -31,17 +31,23 @@ pub enum Shape {
     ClaudeJson,
     /// `{"mcpServers": {"pas-agent": {"command", "args"}}}` (Gemini CLI's settings).
     GeminiJson,
-    /// `{"mcp": {"pas-agent": {"type": "local", "command": [..], "enabled": true}}}`
-    /// (OpenCode's `opencode.json`).
-    OpenCodeJson,
+    /// `{"$schema": schema, "mcp": {"pas-agent": {"type": "local", "command": [..], "enabled":
+    /// true}}}` (OpenCode's `opencode.json`, Kilo's `kilo.json`).
+    OpenCodeJson {
+        /// The agent's configuration schema URL.
+        schema: &'static str,
+    },
     /// `[mcp_servers.pas-agent]` with `command` and `args` (Codex's `config.toml`).
     CodexToml,
+    /// `mcpServers:` as a YAML list of `{name, command, args}` (the Continue CLI's
+    /// `config.yaml`).
+    ContinueYaml,
 }
 
 /// An agent's option that adds an MCP server for one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OneRun {
-    /// `<flag>=<JSON document of the [`Shape::ClaudeJson`] shape>`, as one argument (the `=`
+    /// `<flag>=<the agent's own JSON document ([`Mcp::shape`])>`, as one argument (the `=`
     /// form keeps the option from taking the words after it): Claude Code's `--mcp-config=`.
     JsonFlag {
         /// The flag (`--mcp-config`).
@@ -80,7 +86,8 @@ impl Mcp {
             let server_args = json!(["-C", utf8(root)?, "mcp"]);
             Ok(match one_run {
                 OneRun::JsonFlag { flag } => {
-                    let config = json!({"mcpServers": {SERVER_NAME: {"type": "stdio", "command": exe, "args": server_args}}});
+                    let args = ["-C".to_string(), utf8(root)?.to_string(), "mcp".into()];
+                    let config = document(self.shape, exe, &args);
                     vec![format!("{flag}={config}").into()]
                 }
                 OneRun::CodexOverrides => vec![
@@ -104,28 +111,49 @@ fn utf8(p: &Path) -> Result<&str, String> {
     })
 }
 
-/// `shape`'s document for a server started as `command args…`.
-fn render(shape: Shape, command: &str, args: &[String]) -> String {
-    let doc = |v: Value| serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
+/// `shape`'s JSON document for a server started as `command args…`, on one line; `Null` for
+/// the shapes that are not JSON.
+fn document(shape: Shape, command: &str, args: &[String]) -> Value {
     match shape {
-        Shape::ClaudeJson => doc(
-            json!({"mcpServers": {SERVER_NAME: {"type": "stdio", "command": command, "args": args}}}),
-        ),
-        Shape::GeminiJson => {
-            doc(json!({"mcpServers": {SERVER_NAME: {"command": command, "args": args}}}))
+        Shape::ClaudeJson => {
+            json!({"mcpServers": {SERVER_NAME: {"type": "stdio", "command": command, "args": args}}})
         }
-        Shape::OpenCodeJson => {
+        Shape::GeminiJson => {
+            json!({"mcpServers": {SERVER_NAME: {"command": command, "args": args}}})
+        }
+        Shape::OpenCodeJson { schema } => {
             let mut line = vec![command.to_string()];
             line.extend(args.iter().cloned());
-            doc(json!({
-                "$schema": "https://opencode.ai/config.json",
+            json!({
+                "$schema": schema,
                 "mcp": {SERVER_NAME: {"type": "local", "command": line, "enabled": true}}
-            }))
+            })
         }
+        Shape::CodexToml | Shape::ContinueYaml => Value::Null,
+    }
+}
+
+/// `shape`'s document for a server started as `command args…`.
+fn render(shape: Shape, command: &str, args: &[String]) -> String {
+    match shape {
         Shape::CodexToml => format!(
             "[mcp_servers.{SERVER_NAME}]\ncommand = {}\nargs = {}\n",
             json!(command),
             json!(args)
         ),
+        // A JSON string is a valid YAML scalar: the same escapes, no quoting rules to get wrong.
+        Shape::ContinueYaml => {
+            let mut out = format!(
+                "mcpServers:\n  - name: {SERVER_NAME}\n    command: {}\n    args:\n",
+                json!(command)
+            );
+            for a in args {
+                out.push_str(&format!("      - {}\n", json!(a)));
+            }
+            out
+        }
+        _ => {
+            serde_json::to_string_pretty(&document(shape, command, args)).unwrap_or_default() + "\n"
+        }
     }
 }

@@ -18,6 +18,7 @@
 
 use std::ffi::OsString;
 
+pub mod args;
 pub mod hooks;
 pub mod mcp;
 pub mod store;
@@ -28,12 +29,16 @@ mod amp;
 mod antigravity;
 mod claude;
 mod codex;
+mod continue_cli;
 mod copilot;
 mod cursor;
+mod droid;
 mod gemini;
 mod goose;
+mod kilo;
 mod kiro;
 mod opencode;
+mod pi;
 mod qwen;
 mod rules;
 
@@ -54,6 +59,10 @@ pub static AGENTS: &[&Agent] = &[
     &qwen::AGENT,
     &amp::AGENT,
     &goose::AGENT,
+    &droid::AGENT,
+    &kilo::AGENT,
+    &continue_cli::AGENT,
+    &pi::AGENT,
     &rules::CURSOR,
     &rules::WINDSURF,
     &rules::CLINE,
@@ -102,8 +111,13 @@ pub struct Agent {
     /// then looks through those imports for another pas-agent block the agent would see too.
     pub at_imports: bool,
     /// Arguments the launcher adds so that the agent reads the context file, for agents that
-    /// load no file by themselves (`{context}` stands for [`Agent::context_file`]).
+    /// load no file by themselves (`{context}` stands for the file the session is in: the
+    /// context file, or a file of the run's own when that one is tracked by git).
     pub context_args: &'static [&'static str],
+    /// How `pas-agent run` gives the agent the session when its context file is tracked by git
+    /// and holds no block, so that a personal session never shows in `git status`
+    /// (docs/commands.md, `export`, "Where the block goes").
+    pub private: Private,
     /// How to resume a known session id, when the agent has a way.
     pub resume: Option<Resume>,
     /// How the launcher learns the id of the agent's session for a new run.
@@ -125,6 +139,10 @@ pub struct Agent {
     /// How the agent registers an MCP server, when it is an MCP client pas-agent has a
     /// snippet for.
     pub mcp: Option<mcp::Mcp>,
+    /// How `pas-agent freeze` ends the agent so that its conversation is saved.
+    pub stop: Stop,
+    /// What its arguments mean: which to leave out when a frozen run is restored.
+    pub arg_shape: args::ArgShape,
 }
 
 /// The fields every row starts from (`Agent { id: …, ..BASE }`): an agent `run` launches as a
@@ -143,6 +161,7 @@ pub const BASE: Agent = Agent {
     read_limit: None,
     at_imports: false,
     context_args: &[],
+    private: Private::None,
     resume: None,
     session_id: SessionId::Unknown,
     id_shape: IdShape::None,
@@ -154,6 +173,8 @@ pub const BASE: Agent = Agent {
     store: None,
     hooks: None,
     mcp: None,
+    stop: Stop::INTERRUPT,
+    arg_shape: args::UNKNOWN,
 };
 
 impl Agent {
@@ -230,6 +251,36 @@ pub enum Layout {
     Owned {
         /// The front matter, `---` lines included, `\n` line ends.
         front_matter: &'static str,
+    },
+}
+
+/// Another way into the agent's context than its context file, one git does not see (see
+/// [`Agent::private`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Private {
+    /// None known. An agent with lifecycle hooks gets the session from pas-agent's start hook
+    /// when it is installed (`pas-agent integrate`); without them, a run whose context file is
+    /// tracked starts without the session and says so. An agent with
+    /// [`Agent::context_args`] needs none: the run passes it a file of its own.
+    None,
+    /// A file the agent reads as well as its context file (Claude Code's `CLAUDE.local.md`):
+    /// the block goes there, and git is told to ignore it on this machine only (the
+    /// repository's `info/exclude`).
+    AlsoReads(&'static str),
+    /// A file the agent reads instead of its context file when it exists (Codex's
+    /// `AGENTS.override.md`): for the run it holds the context file's text with the block, is
+    /// ignored by git as above, and is deleted when the run ends, so that no copy of the
+    /// context file outlives the run.
+    Shadows(&'static str),
+    /// An environment variable holding JSON configuration that the agent merges into its own
+    /// (OpenCode's `OPENCODE_CONFIG_CONTENT`), whose array `key` (`instructions`) lists files
+    /// it reads: the run sets it, naming a file of the run's own that holds the block (an
+    /// object already in the variable keeps its other settings and entries).
+    ConfigEnv {
+        /// The variable.
+        var: &'static str,
+        /// The key of the array of files to read.
+        key: &'static str,
     },
 }
 
@@ -357,25 +408,35 @@ pub const HELP_VERSION: &[&str] = &["--help", "--version"];
 
 /// The agent's own syntax for resuming a session by id: `args` (with `{id}` replaced) go before
 /// the user's arguments, or right after the first of them that is one of `subcommands` (so
-/// `codex exec -c …` resumes as `codex exec resume <id> -c …`).
+/// `codex exec -c …` resumes as `codex exec resume <id> -c …`), where `after_subcommand` is
+/// used instead when it is not empty (`droid exec --fork <id> …`, where the interactive
+/// `droid --resume <id>` does not apply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resume {
     /// The resume arguments, `{id}` standing for the session id (`["--resume", "{id}"]`).
     pub args: &'static [&'static str],
-    /// Subcommands after which `args` go instead of at the front (`["exec", "e"]` for Codex).
+    /// Subcommands after which the arguments go instead of at the front (`["exec", "e"]` for
+    /// Codex).
     pub subcommands: &'static [&'static str],
+    /// The arguments used after one of `subcommands`, when they differ from `args`; empty:
+    /// `args`.
+    pub after_subcommand: &'static [&'static str],
 }
 
 impl Resume {
     /// Whether the user's own arguments already resume a session this way (their first word,
     /// `--resume` or `resume`, is there).
     pub fn mentioned_in(&self, user: &[std::ffi::OsString]) -> bool {
-        let Some(first) = self.args.first() else {
-            return false;
-        };
+        let firsts: Vec<&str> = [self.args.first(), self.after_subcommand.first()]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
         user.iter().any(|a| {
             let a = a.to_string_lossy();
-            a == *first || (first.starts_with("--") && a.starts_with(&format!("{first}=")))
+            firsts.iter().any(|first| {
+                a == *first || (first.starts_with("--") && a.starts_with(&format!("{first}=")))
+            })
         })
     }
 
@@ -384,19 +445,55 @@ impl Resume {
     /// Shape: `args` with every `{id}` replaced, inserted at the front of `user`, or after the
     /// first element of `user` equal to one of `subcommands`.
     pub fn apply(&self, id: &str, user: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
-        let ours = self
-            .args
-            .iter()
-            .map(|a| std::ffi::OsString::from(a.replace("{id}", id)));
         let at = user
             .iter()
             .position(|a| self.subcommands.iter().any(|s| a == *s))
             .map_or(0, |i| i + 1);
+        let args = if at > 0 && !self.after_subcommand.is_empty() {
+            self.after_subcommand
+        } else {
+            self.args
+        };
+        let ours = args
+            .iter()
+            .map(|a| std::ffi::OsString::from(a.replace("{id}", id)));
         let mut out: Vec<std::ffi::OsString> = user[..at].to_vec();
         out.extend(ours);
         out.extend(user[at..].iter().cloned());
         out
     }
+}
+
+/// How `pas-agent freeze` ends an agent: the signals it handles by saving its conversation and
+/// exiting, sent one after the other (each given the freeze's grace period to work), before
+/// the freeze falls back to SIGTERM and SIGKILL. The signals go to the run's launcher, which
+/// sends them on to the agent's process group (docs/launcher.md, "Signals and exit codes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// The signals, in order.
+    pub signals: &'static [StopSignal],
+    /// Whether the sequence was checked with the installed agent (docs/freeze.md says which).
+    pub checked: bool,
+}
+
+impl Stop {
+    /// SIGINT: what a terminal's interrupt key sends, and what nearly every CLI takes as "quit"
+    /// when it is not reading keys itself. The default for an agent not checked.
+    pub const INTERRUPT: Stop = Stop {
+        signals: &[StopSignal::Interrupt],
+        checked: false,
+    };
+}
+
+/// A signal in an agent's [`Stop`] sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopSignal {
+    /// SIGINT.
+    Interrupt,
+    /// SIGTERM.
+    Terminate,
+    /// SIGHUP: the terminal went away.
+    HangUp,
 }
 
 /// How to learn the agent's own session id for a new run (the run record's
@@ -432,6 +529,7 @@ pub enum SessionId {
 pub const RESUME_FLAG: Resume = Resume {
     args: &["--resume", "{id}"],
     subcommands: &[],
+    after_subcommand: &[],
 };
 
 /// Every agent that `run` launches (the agent CLIs).
@@ -552,10 +650,10 @@ mod tests {
     #[test]
     fn an_agent_without_a_store_or_a_missing_id_says_why() {
         let now = chrono::Utc::now();
-        let t = by_name("aider")
+        let t = by_name("cursor")
             .unwrap()
             .transcript("x", std::path::Path::new("/"), now, None);
-        assert!(t.missing.unwrap().contains("Aider"));
+        assert!(t.missing.unwrap().contains("Cursor"));
         let t = by_name("codex")
             .unwrap()
             .transcript("", std::path::Path::new("/"), now, None);
@@ -633,6 +731,61 @@ mod tests {
         );
         let kiro = by_name("kiro").unwrap().resume.unwrap();
         assert_eq!(kiro.apply("k", &[]), os(&["chat", "--resume-id", "k"]));
+        // droid: interactively by id; after `exec`, a fork (exec -s needs Factory's service).
+        let droid = by_name("droid").unwrap().resume.unwrap();
+        assert_eq!(droid.apply("d", &[]), os(&["--resume", "d"]));
+        assert_eq!(
+            droid.apply("d", &os(&["exec", "-m", "x", "go on"])),
+            os(&["exec", "--fork", "d", "-m", "x", "go on"])
+        );
+        assert!(droid.mentioned_in(&os(&["exec", "--fork", "x"])));
+        assert!(droid.mentioned_in(&os(&["--resume=x"])));
+        let cn = by_name("cn").unwrap().resume.unwrap();
+        assert_eq!(
+            cn.apply("c", &os(&["-p", "hi"])),
+            os(&["--fork", "c", "-p", "hi"])
+        );
+        let aider = by_name("aider").unwrap().resume.unwrap();
+        assert_eq!(
+            aider.apply("20261201_154306", &os(&["--message", "hi"])),
+            os(&["--restore-chat-history", "--message", "hi"])
+        );
+    }
+
+    #[test]
+    fn the_new_agents_straight_lists_are_their_own() {
+        let straight =
+            |agent: &str, line: &[&str]| by_name(agent).unwrap().straight.matches(&os(line));
+        // checked against each CLI: these start no session …
+        for (agent, line) in [
+            ("copilot", &["mcp", "list"][..]),
+            ("copilot", &["--version"]),
+            ("copilot", &["app"]),
+            ("qwen", &["-v"]),
+            ("qwen", &["mcp", "list"]),
+            ("qwen", &["hook", "list"]),
+            ("droid", &["exec", "--list-tools"]),
+            ("droid", &["find", "x"]),
+            ("kilo", &["session", "list"]),
+            ("cn", &["ls", "--json"]),
+            ("pi", &["list"]),
+            ("aider", &["--list-models", "gpt"]),
+        ] {
+            assert!(straight(agent, line), "{agent} {line:?}");
+        }
+        // … and these do.
+        for (agent, line) in [
+            ("copilot", &["init"][..]),
+            ("copilot", &["-p", "hi"]),
+            ("qwen", &["-l"]),
+            ("droid", &["exec", "hi"]),
+            ("kilo", &["run", "hi"]),
+            ("cn", &["-p", "hi"]),
+            ("pi", &["-p", "list the files"]),
+            ("aider", &["--message", "hi"]),
+        ] {
+            assert!(!straight(agent, line), "{agent} {line:?}");
+        }
     }
 
     #[test]
@@ -690,6 +843,11 @@ mod tests {
             ("opencode", "ses_3a9f0c1e2b4dAbCdEfGhIjKlMn"),
             ("amp", "T-3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b"),
             ("goose", "20251108_1"),
+            ("copilot", "44444444-2222-4333-8444-555555555555"),
+            ("droid", "7d0567c3-429f-4686-9433-fa604695a8d3"),
+            ("kilo", "ses_dcd836b90ffe9Zvdo1yrT090O7"),
+            ("pi", "01a23211-19b1-73b9-9db9-703f23332ed7"),
+            ("aider", "20261201_154306"),
         ];
         for (agent, id) in ok {
             assert!(by_name(agent).unwrap().id_shape.accepts(id), "{agent} {id}");

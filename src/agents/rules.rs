@@ -90,14 +90,15 @@ pub const ROO_CODE: Agent = Agent {
     ..BASE
 };
 
-/// Continue: local rules are `.continue/rules/*.md`, front matter `name`, `globs`, `regex`,
-/// `description`, `alwaysApply` (`true`: always included) (docs.continue.dev/customize/
-/// deep-dives/rules). Its CLI is `cn`.
+/// Continue (the editor extensions): local rules are `.continue/rules/*.md`, front matter
+/// `name`, `globs`, `regex`, `description`, `alwaysApply` (`true`: always included)
+/// (docs.continue.dev/customize/deep-dives/rules). Its CLI, `cn`, has a row of its own
+/// (`continue-cli`), which exports to AGENTS.md: `cn` on `PATH` says that one is in use.
 pub const CONTINUE: Agent = Agent {
     id: "continue",
     name: "Continue",
     aliases: &["continue-dev"],
-    executables: &["cn"],
+    executables: &[],
     runs: false,
     context_file: ".continue/rules/pas-agent.md",
     layout: Layout::Owned {

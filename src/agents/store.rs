@@ -39,6 +39,13 @@ pub trait Store: Sync {
         true
     }
 
+    /// Whether the agent may write a finished turn to its store only after its session-end
+    /// hook ran (GitHub Copilot CLI writes its events file behind): a hook then reads the
+    /// transcript again for a moment until it holds an answer.
+    fn written_late(&self) -> bool {
+        false
+    }
+
     /// Whether the store holds session `id` of directory `cwd`: `Some(false)` when it surely
     /// does not (a chosen id the agent did not use), `None` when the store cannot tell.
     fn has(&self, id: &str, cwd: &Path) -> Option<bool> {
@@ -56,6 +63,65 @@ pub trait Store: Sync {
         since: DateTime<Utc>,
         hint: Option<&Path>,
     ) -> Transcript;
+
+    /// Every conversation the store holds for directory `dir` (started there, whoever started
+    /// it), in any order, each with when it was last written and its first prompt
+    /// (`pas-agent sessions`, and `run --resume SELECTOR`). `program`: the agent's executable,
+    /// as in [`Query::program`]. Errors are no conversations.
+    ///
+    /// The default asks [`Store::sessions`] for every session of `dir` since 1970 and reads
+    /// each one's transcript for its first prompt; a store that can say it more cheaply (the
+    /// first lines of a file, a listing) overrides it.
+    fn conversations(&self, dir: &Path, program: Option<&Path>) -> Vec<Conversation> {
+        let query = Query {
+            cwd: dir,
+            from: DateTime::<Utc>::UNIX_EPOCH,
+            to: Utc::now(),
+            program,
+        };
+        let mut found = self.sessions(&query);
+        found.sort_by_key(|c| std::cmp::Reverse(c.at));
+        let mut out: Vec<Conversation> = Vec::new();
+        for c in found {
+            if out.iter().any(|o| o.id == c.id) {
+                continue;
+            }
+            let t = self.transcript(&c.id, dir, DateTime::<Utc>::UNIX_EPOCH, c.file.as_deref());
+            out.push(Conversation {
+                updated: c.file.as_deref().and_then(modified).unwrap_or(c.at),
+                first_prompt: t.prompts.into_iter().next(),
+                cwd: dir.to_path_buf(),
+                file: c.file,
+                id: c.id,
+            });
+        }
+        out
+    }
+
+    /// The file session `id` (run in `cwd`) is kept in, when the store keeps one file per
+    /// session and it is there: written when the agent works in that session, which is what
+    /// `pas-agent restore` looks at to confirm a restored agent is in its conversation.
+    /// `None` when the store cannot say (the default).
+    fn session_file(&self, id: &str, cwd: &Path) -> Option<PathBuf> {
+        let _ = (id, cwd);
+        None
+    }
+}
+
+/// One conversation in an agent's store ([`Store::conversations`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conversation {
+    /// The agent's session id (checked against the agent's id shape by the caller).
+    pub id: String,
+    /// When it was last written: its newest entry, or its file's modification time.
+    pub updated: DateTime<Utc>,
+    /// The first prompt of it, as the transcript reader keeps prompts (cut at
+    /// [`crate::model::MAX_PROMPT_CHARS`]); `None` when it holds none.
+    pub first_prompt: Option<String>,
+    /// The directory the agent recorded for it.
+    pub cwd: PathBuf,
+    /// The file it is kept in, when it is one file.
+    pub file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for dyn Store {
@@ -179,6 +245,26 @@ pub fn first_line(path: &Path) -> Option<Value> {
         .read_until(b'\n', &mut line)
         .ok()?;
     serde_json::from_slice(&line).ok()
+}
+
+/// How much of a session file is read for its first prompt ([`head`]).
+pub const HEAD_BYTES: u64 = 1024 * 1024;
+
+/// The start of a file, at most `max` bytes, up to its last whole line (`None` when it cannot
+/// be read): enough to find a conversation's first prompt without reading all of it.
+pub fn head(path: &Path, max: u64) -> Option<String> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(max)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() as u64 == max
+        && let Some(end) = bytes.iter().rposition(|b| *b == b'\n')
+    {
+        bytes.truncate(end + 1);
+    }
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A whole file (at most [`MAX_LINE`] bytes) as one JSON value.

@@ -255,7 +255,7 @@ impl Collector {
             (None, d) => d,
         };
         if !t.has_words() {
-            let why = "the session holds no prompt or answer after the run started";
+            let why = crate::model::NO_WORDS;
             t.missing = Some(match damaged {
                 Some(d) => format!("{why} ({d})"),
                 None => why.to_string(),
@@ -264,6 +264,28 @@ impl Collector {
             t.missing = damaged;
         }
         t
+    }
+}
+
+/// Puts `message`, the agent's last message as its end-of-turn hook reported it, in place of the
+/// answer read from its transcript when the transcript was read and they differ. A hook fires
+/// when the turn ends, which can be before the agent has written that turn to its transcript,
+/// so the hook's message is the newer.
+pub fn hook_answer(t: &mut Transcript, message: &str) {
+    if t.source.is_none() || message.trim().is_empty() {
+        return;
+    }
+    let (answer, truncated) = cut(message, MAX_ANSWER_CHARS);
+    if t.last_answer.as_deref() != Some(answer.as_str()) {
+        t.last_answer = Some(answer);
+        t.answer_truncated = truncated;
+        if t.has_words()
+            && t.missing
+                .as_deref()
+                .is_some_and(|m| m.starts_with(crate::model::NO_WORDS))
+        {
+            t.missing = None;
+        }
     }
 }
 
@@ -309,6 +331,18 @@ pub(crate) fn text_of(content: &serde_json::Value, kinds: &[&str]) -> String {
     }
 }
 
+/// The exit code in a tool's output: the integer right after the last `label` (`Exit Code:`,
+/// `exited with code`), `None` when there is none there (`Exit Code: (none)`).
+pub(crate) fn exit_code_after(output: &str, label: &str) -> Option<i64> {
+    let (_, rest) = output.rsplit_once(label)?;
+    let rest = rest.trim_start();
+    let end = rest
+        .char_indices()
+        .find(|&(i, ch)| !(ch.is_ascii_digit() || (i == 0 && ch == '-')))
+        .map_or(rest.len(), |(i, _)| i);
+    rest[..end].parse().ok()
+}
+
 /// The first of `paths` that is a file.
 pub(crate) fn first_file(paths: impl IntoIterator<Item = PathBuf>) -> Option<PathBuf> {
     paths.into_iter().find(|p| p.is_file())
@@ -317,6 +351,18 @@ pub(crate) fn first_file(paths: impl IntoIterator<Item = PathBuf>) -> Option<Pat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exit_codes_are_read_after_their_label() {
+        let out = "Output: x\nError: (none)\nExit Code: 2\nSignal: 0";
+        assert_eq!(exit_code_after(out, "Exit Code:"), Some(2));
+        assert_eq!(exit_code_after("Exit Code: (none)", "Exit Code:"), None);
+        assert_eq!(exit_code_after("no code", "Exit Code:"), None);
+        assert_eq!(
+            exit_code_after("[Process exited with code 127]", "exited with code"),
+            Some(127)
+        );
+    }
 
     #[test]
     fn cut_keeps_short_text_and_marks_a_cut() {

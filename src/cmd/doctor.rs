@@ -18,7 +18,7 @@ use crate::cli::JsonArgs;
 use crate::error::{Error, Result};
 use crate::hook::{Shell, quote_posix};
 use crate::launch::process::Liveness;
-use crate::launch::registry::Registry;
+use crate::launch::registry::{Registry, State};
 use crate::model::RunState;
 use crate::session::Project;
 use crate::session::lock::LOCK_FILE;
@@ -601,10 +601,12 @@ fn registry_checks(checks: &mut Vec<Check>) {
     let file = reg.dir.join(crate::launch::registry::FILE);
     match reg.entries() {
         Ok(entries) => {
+            // A frozen run's launcher is gone by design: only live ones count.
             let dead = entries
                 .iter()
-                .filter(|e| e.liveness() == Liveness::Dead)
+                .filter(|e| e.state == State::Live && e.liveness() == Liveness::Dead)
                 .count();
+            let frozen = entries.iter().filter(|e| e.state == State::Frozen).count();
             checks.push(check(
                 "registry",
                 "run registry",
@@ -615,6 +617,20 @@ fn registry_checks(checks: &mut Vec<Check>) {
                     crate::display::count(entries.len(), "run listed", "runs listed")
                 ),
             ));
+            if frozen > 0 {
+                checks.push(
+                    check(
+                        "registry",
+                        "frozen runs",
+                        Level::Info,
+                        format!(
+                            "{} waiting to be restored",
+                            crate::display::count(frozen, "run is", "runs are")
+                        ),
+                    )
+                    .fix("pas-agent restore --all"),
+                );
+            }
             if dead > 0 {
                 checks.push(
                     check(
@@ -638,7 +654,7 @@ fn registry_checks(checks: &mut Vec<Check>) {
                 clean_line(&e.to_string()),
             )
             .fix(format!(
-                "rm -- {} (it lists only live runs; running launchers add themselves again)",
+                "rm -- {} (it lists live and frozen runs: running launchers add themselves again, frozen runs are forgotten)",
                 quote_posix(&shown(&file))
             )),
         ),

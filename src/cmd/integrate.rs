@@ -84,14 +84,22 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
     };
     let guard = WriteGuard::new(&guard_root).map_err(|e| Error::io(&guard_root, e))?;
     let write_err = |e: crate::fsutil::WriteError| unsafe_(format!("{e}; nothing was changed"));
-    if let Some(dir) = target.parent() {
+    if let Some(dir) = target.parent().filter(|_| !edit.delete) {
         guard
             .create_dir_all(dir, Named::ByUs, 0o755)
             .map_err(write_err)?;
     }
-    guard
-        .write(&target, new_text.as_bytes(), Named::ByUs, Links::Replace)
-        .map_err(write_err)?;
+    if edit.delete {
+        match guard.remove(&target, Named::ByUs) {
+            Ok(()) => {}
+            Err(crate::fsutil::WriteError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(write_err(e)),
+        }
+    } else {
+        guard
+            .write(&target, new_text.as_bytes(), Named::ByUs, Links::Replace)
+            .map_err(write_err)?;
+    }
     let events = edit.events.join(", ");
     let message = if args.remove {
         format!(

@@ -5,6 +5,7 @@ mod checkpoint;
 pub mod complete;
 mod doctor;
 mod export;
+mod freeze;
 mod hook;
 mod init;
 mod integrate;
@@ -14,8 +15,10 @@ mod merge;
 mod prompt;
 mod prune;
 mod remove;
+mod restore;
 mod run;
 mod runs;
+mod sessions;
 mod show;
 mod status;
 mod update;
@@ -55,6 +58,9 @@ pub fn dispatch(command: Command) -> Result<i32> {
         Command::Export(a) => export::run(a),
         Command::Run(a) => run::run(a),
         Command::Runs(a) => runs::run(a),
+        Command::Freeze(a) => freeze::run(a),
+        Command::Restore(a) => restore::run(a),
+        Command::Sessions(a) => sessions::run(a),
         Command::Hook(a) => hook::run(a),
         Command::Integrate(a) => integrate::run(a),
         Command::Lifecycle(a) => Ok(integrate::lifecycle(a)),
@@ -84,6 +90,8 @@ fn sets_up_driver(command: &Command) -> bool {
             | Command::Man(_)
             | Command::Doctor(_)
             | Command::Lifecycle(_)
+            | Command::Freeze(_)
+            | Command::Restore(_)
     )
 }
 
@@ -101,6 +109,7 @@ fn reconciles(command: &Command) -> bool {
             | Command::Export(_)
             | Command::Run(_)
             | Command::Runs(_)
+            | Command::Sessions(_)
     )
 }
 

@@ -10,6 +10,7 @@ use crate::agents::Agent;
 use crate::cli::RunArgs;
 use crate::display::{count, duration};
 use crate::error::{Error, Result, exit};
+use crate::export;
 use crate::launch::{self, Plan, capture, plain, record, session_id, signals};
 use crate::session::Project;
 use crate::term::{clean, clean_line, note, warn};
@@ -66,15 +67,17 @@ fn launcher_error(message: String) -> Error {
 }
 
 /// The user's arguments turned into the agent's: the agent's resume syntax with the id of its
-/// latest recorded session (`--resume`), or the flag that chooses a new session's id; plus
-/// the arguments that make it read its context file. Returns `(args, chosen id, resumed id)`.
+/// latest recorded session (`--resume`) or the one `selected` (`--resume SELECTOR`), or the
+/// flag that chooses a new session's id; plus `context`, the arguments that make it read the
+/// file the session is in. Returns `(args, chosen id, resumed id)`.
 fn agent_args(
     agent: Option<&'static Agent>,
     user: Vec<OsString>,
     resume: bool,
+    selected: Option<String>,
     project: &Project,
     cwd: &std::path::Path,
-    context_exists: bool,
+    context: Vec<OsString>,
 ) -> Result<(Vec<OsString>, Option<String>, Option<String>)> {
     let (mut args, chosen, resumed) = match (agent, resume) {
         (None, true) => {
@@ -107,7 +110,8 @@ fn agent_args(
                     .filter(|r| r.agent == a.id && (!same_dir || r.cwd == here))
                     .find_map(|r| r.agent_session_id.clone())
             };
-            let id = latest(true)
+            let id = selected
+                .or_else(|| latest(true))
                 .or_else(|| latest(false))
                 .ok_or_else(|| {
                     launcher_error(format!(
@@ -139,12 +143,35 @@ fn agent_args(
         }
         (None, false) => (user, None, None),
     };
-    if let Some(a) = agent.filter(|_| context_exists) {
-        let mut with = a.context_args();
-        with.append(&mut args);
-        args = with;
+    let mut with = context;
+    with.append(&mut args);
+    Ok((with, chosen, resumed))
+}
+
+/// Says that `agent`'s file `tracked` is tracked by git and the agent has no other file that
+/// could take the session: it gets it from pas-agent's start hook when that is installed,
+/// else not at all, with the ways to give it.
+fn tracked_without_private(project: &Project, agent: &'static Agent, tracked: &std::path::Path) {
+    let file = clean(&export::shown(&project.root, tracked));
+    let hooks = crate::integrate::all().find(|i| i.agent.id == agent.id);
+    match hooks {
+        Some(i) if crate::integrate::start_hook_installed(&i, &project.root) => note(&format!(
+            "pas-agent: {file} is tracked by git, so the session is not written into it; {} gets it from pas-agent's SessionStart hook",
+            agent.name
+        )),
+        _ => {
+            let integrate = hooks.map_or_else(String::new, |i| {
+                format!(
+                    "`pas-agent integrate {}` gives it the session through its hook; ",
+                    i.key()
+                )
+            });
+            warn(&format!(
+                "{file} is tracked by git, so the session is not written into it, and {} has no other file pas-agent can use: it starts without the session\n  hint: {integrate}`pas-agent export --to {}` writes {file} anyway",
+                agent.name, agent.id
+            ));
+        }
     }
-    Ok((args, chosen, resumed))
 }
 
 fn pty_wanted(args: &RunArgs) -> bool {
@@ -160,9 +187,72 @@ fn pty_wanted(args: &RunArgs) -> bool {
     }
 }
 
+/// The `pas-agent run` options a restore of this run passes again.
+fn carried_options(args: &RunArgs) -> Vec<String> {
+    let mut out = Vec::new();
+    for (on, flag) in [
+        (args.no_checkpoint, "--no-checkpoint"),
+        (args.no_export, "--no-export"),
+        (args.no_pty, "--no-pty"),
+        (args.mcp, "--mcp"),
+    ] {
+        if on {
+            out.push(flag.to_string());
+        }
+    }
+    if let Some(to) = &args.to {
+        out.push(format!("--to={to}"));
+    }
+    out
+}
+
+/// The terminal's size and the tmux pane this run is in (only tmux is asked, and only inside
+/// tmux).
+fn whereabouts(
+    use_pty: bool,
+) -> (
+    Option<launch::registry::Size>,
+    Option<launch::registry::TmuxPlace>,
+) {
+    #[cfg(unix)]
+    let size = use_pty
+        .then(|| {
+            launch::terminal::size(std::os::fd::AsFd::as_fd(&std::io::stdout())).map(|s| {
+                launch::registry::Size {
+                    cols: s.cols,
+                    rows: s.rows,
+                }
+            })
+        })
+        .flatten();
+    #[cfg(not(unix))]
+    let size = {
+        let _ = use_pty;
+        None
+    };
+    match launch::tmux::here() {
+        Some((server, pane)) => match server.place(&pane) {
+            Some((place, pane_size)) => (size.or(Some(pane_size)), Some(place)),
+            None => (
+                size,
+                Some(launch::registry::TmuxPlace {
+                    socket: server.socket.to_string_lossy().into_owned(),
+                    pane,
+                    session: None,
+                    window: None,
+                    window_index: None,
+                    pane_index: None,
+                }),
+            ),
+        },
+        None => (size, None),
+    }
+}
+
 fn launch_and_record(args: RunArgs) -> Result<i32> {
-    let cwd = cwd()?;
+    let mut cwd = cwd()?;
     let use_pty = pty_wanted(&args);
+    let options = carried_options(&args);
     let mut rest: Vec<OsString> = args.args;
     let name = match args.agent {
         Some(a) => a,
@@ -177,7 +267,7 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     // `claude --version`, `codex login`, `gemini mcp list`: no agent session starts, so there
     // is nothing to record, checkpoint or export (the agent table says which lines these are).
     if let Some(agent) = program.agent
-        && !args.resume
+        && args.resume.is_none()
         && agent.straight.matches(&rest)
     {
         #[cfg(unix)]
@@ -199,16 +289,77 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     #[cfg(not(unix))]
     let watch = signals::Watch::install(&[])?;
     let project = super::project()?;
-    let context_exists = program
-        .agent
-        .is_some_and(|a| !args.no_export || project.root.join(a.context_file).exists());
+    let restoring = match args.restoring.as_deref() {
+        Some(t) => Some(launch::freeze::Token::decode(t).ok_or_else(|| {
+            Error::Usage(format!(
+                "`{}` is not a restore token (`pas-agent restore` gives one)",
+                clean_line(t)
+            ))
+        })?),
+        None => None,
+    };
+    // `--resume SELECTOR`: the session it names, resumed in the directory it was started in.
+    let selected = match (args.resume.as_deref().map(str::trim), program.agent) {
+        (Some(sel), Some(agent)) if !sel.is_empty() => {
+            let session = project.load()?;
+            let dirs = launch::resume::directories(&project.root, &cwd, &session.runs);
+            let known =
+                launch::resume::conversations(agent, Some(&program.path), &dirs, &session.runs);
+            let choice = launch::resume::resolve(agent, sel, &known, &session.runs, &cwd)
+                .map_err(launcher_error)?;
+            if !crate::agents::store::same_dir(&choice.cwd.to_string_lossy(), &cwd) {
+                note(&format!(
+                    "pas-agent: resuming {} session {} in {}, where it was started",
+                    agent.name,
+                    clean_line(&choice.id),
+                    clean(&choice.cwd.to_string_lossy())
+                ));
+                cwd = choice.cwd;
+            }
+            Some(choice.id)
+        }
+        _ => None,
+    };
+    let run_id = Uuid::new_v4();
+    // Where the session goes for this run (docs/commands.md, "Where the block goes"): decided
+    // before the command line, which may name the file.
+    let export_agent = if args.no_export {
+        None
+    } else {
+        args.to
+            .as_deref()
+            .and_then(crate::agents::by_name)
+            .or(program.agent)
+    };
+    let delivery = export_agent.map(|a| {
+        let run_file = project
+            .root
+            .join(capture::RUNS_DIR)
+            .join(run_id.to_string())
+            .join("context.md");
+        let repo = crate::git::for_root(&project.root);
+        (
+            a,
+            export::delivery::for_run(a, &project.root, repo.as_ref(), &run_file),
+        )
+    });
+    let context = match (program.agent, &delivery) {
+        (Some(a), Some((b, d))) if a.id == b.id => d.args.clone(),
+        (Some(a), None) if project.root.join(a.context_file).exists() => a.context_args(),
+        _ => Vec::new(),
+    };
+    let user_args: Vec<String> = rest
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let (mut agent_args, chosen, resumed) = agent_args(
         program.agent,
         rest,
-        args.resume,
+        args.resume.is_some(),
+        selected,
         &project,
         &cwd,
-        context_exists,
+        context,
     )?;
     if args.mcp {
         let exe = std::env::current_exe().map_err(|e| Error::io("the pas-agent executable", e))?;
@@ -217,7 +368,12 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         agent_args = with;
     }
 
-    let run_id = Uuid::new_v4();
+    // Where a restore would bring it back: only agents are restored.
+    let (terminal, tmux) = if program.agent.is_some() {
+        whereabouts(use_pty)
+    } else {
+        (None, None)
+    };
     let capture = match capture::limit().filter(|_| use_pty) {
         Some(limit) => match capture::Capture::create(&project.root, &run_id, limit) {
             Ok(c) => Some(c),
@@ -243,16 +399,17 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         argv: launch::argv(&program, &agent_args),
         cwd: cwd.clone(),
         checkpoint: !args.no_checkpoint,
-        export_to: if args.no_export {
-            None
-        } else {
-            args.to
-                .as_deref()
-                .and_then(crate::agents::by_name)
-                .or(program.agent)
-        },
+        export: delivery
+            .as_ref()
+            .and_then(|(a, d)| export::Target::for_run(&project, a, d)),
         capture: capture.as_ref().map(|_| capture::paths(&run_id).0),
         agent_session_id: resumed.clone(),
+        chosen: chosen.clone(),
+        user_args,
+        options,
+        terminal,
+        tmux,
+        restoring,
     };
     let started = match record::before(&project, &plan) {
         Ok(started) => started,
@@ -268,20 +425,30 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
         }
         Err(e) => return Err(e),
     };
-    match &started.export {
-        Some(Ok(report)) => {
-            let written = report.via_import.as_ref().unwrap_or(&report.target.path);
-            let shown = clean(&written.to_string_lossy());
-            note(&format!(
-                "pas-agent: exported the session to {shown} for {}",
-                plan.agent.map_or("the agent", |a| a.name)
-            ));
+    match (&started.export, &delivery) {
+        (Some(Ok(report)), _) => {
+            let shown = clean(&report.target.shown());
+            let name = report.target.agent.name;
+            match &report.target.why {
+                export::Why::Private { tracked, .. } => note(&format!(
+                    "pas-agent: exported the session to {shown} for {name}: {} is tracked by git, and git ignores {shown}",
+                    clean(&export::shown(&project.root, tracked))
+                )),
+                _ => note(&format!(
+                    "pas-agent: exported the session to {shown} for {name}"
+                )),
+            }
             for warning in report.warnings(&shown) {
                 warn(&warning);
             }
         }
-        Some(Err(e)) => warn(&format!("export skipped, the agent starts without it: {e}")),
-        None => {}
+        (Some(Err(e)), _) => warn(&format!("export skipped, the agent starts without it: {e}")),
+        (None, Some((a, d))) => {
+            if let Some(tracked) = &d.tracked {
+                tracked_without_private(&project, a, tracked);
+            }
+        }
+        (None, None) => {}
     }
     for (number, agent, pid) in &started.others {
         let pid = pid.map_or_else(String::new, |p| format!(", pid {p}"));
@@ -290,7 +457,10 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
             clean_line(agent)
         ));
     }
-    let env = [(launch::RUN_ID_ENV, started.run_id.to_string())];
+    let mut env = vec![(launch::RUN_ID_ENV, started.run_id.to_string())];
+    if matches!(started.export, Some(Ok(_))) {
+        env.extend(delivery.iter().flat_map(|(_, d)| d.env.iter().cloned()));
+    }
     // Which of the agent's session files its processes hold open: the run's own session, even
     // when another run of the agent starts one in this directory at the same moment.
     let witness = program
@@ -335,6 +505,10 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
     let held = witness
         .map(launch::witness::Witness::finish)
         .unwrap_or_default();
+    // What was made for this run only goes now that the agent has read it.
+    if let Some((_, d)) = &delivery {
+        export::delivery::clean_up(d);
+    }
     let ran = match result {
         Ok(ran) => ran,
         Err(why) => {
@@ -446,6 +620,16 @@ fn launch_and_record(args: RunArgs) -> Result<i32> {
                     count(run.files_changed.len(), "file", "files"),
                 )
             };
+            if done.frozen {
+                note(&format!(
+                    "{fresh}pas-agent: {} frozen after {} (run #{}{session}); `pas-agent restore {}` brings it back",
+                    clean(&plan.label),
+                    duration(run.duration_ms.unwrap_or(0)),
+                    done.number,
+                    &plan.run_id.simple().to_string()[..8]
+                ));
+                return Ok(exit.launcher_code());
+            }
             note(&format!(
                 "{fresh}pas-agent: {} {how} after {}; {changes} (run #{}{session}, `pas-agent runs`)",
                 clean(&plan.label),

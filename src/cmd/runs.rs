@@ -10,7 +10,7 @@ use crate::display::{ago, duration, minute};
 use crate::error::{Error, Result};
 use crate::launch::process::Liveness;
 use crate::launch::reconcile;
-use crate::launch::registry::{Entry, Registry};
+use crate::launch::registry::{Entry, Registry, State};
 use crate::model::{Run, RunState};
 use crate::term::{Out, clean, clean_line, style};
 use unicode_width::UnicodeWidthStr;
@@ -22,63 +22,77 @@ struct RunsJson<'a> {
 }
 
 /// `runs --all --json`: `{"runs": [<registry entry>, …]}`, each entry as in the registry file
-/// (see [`crate::launch::registry`]) plus `"state"`: `"running"` (its launcher is alive) or
-/// `"unknown"` (it cannot be told, e.g. another host).
+/// (see [`crate::launch::registry`]) with `"state"`: for a live run `"running"` (its launcher is
+/// alive) or `"unknown"` (it cannot be told, e.g. another host); otherwise the entry's own
+/// state, `"freezing"`, `"frozen"`, `"restoring"` or `"aborting"` (docs/json.md).
 #[derive(Serialize)]
 struct AllJson {
-    runs: Vec<AllEntry>,
+    runs: Vec<serde_json::Value>,
 }
 
-#[derive(Serialize)]
-struct AllEntry {
-    #[serde(flatten)]
-    entry: Entry,
-    state: &'static str,
+/// What `runs --all` shows as an entry's state (see [`AllJson`]).
+fn shown_state(entry: &Entry) -> String {
+    match entry.state {
+        State::Live => match entry.liveness() {
+            Liveness::Alive => "running".into(),
+            _ => "unknown".into(),
+        },
+        ref other => other.as_str().to_string(),
+    }
+}
+
+/// An entry as `runs --all --json` prints it.
+pub(super) fn entry_json(entry: &Entry) -> serde_json::Value {
+    let mut v = serde_json::to_value(entry).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert(
+            "state".into(),
+            serde_json::Value::String(shown_state(entry)),
+        );
+    }
+    v
 }
 
 fn all(args: &RunsArgs) -> Result<i32> {
     let reg = Registry::open()?;
-    let live = reconcile::registry(&reg)?;
-    let runs: Vec<AllEntry> = live
-        .into_iter()
-        .map(|entry| {
-            let state = match entry.liveness() {
-                Liveness::Alive => "running",
-                _ => "unknown",
-            };
-            AllEntry { entry, state }
-        })
-        .collect();
+    let runs = reconcile::registry(&reg)?;
     if args.json {
-        print_json(&AllJson { runs })?;
+        print_json(&AllJson {
+            runs: runs.iter().map(entry_json).collect(),
+        })?;
         return Ok(0);
     }
     let mut out = String::new();
     if runs.is_empty() {
-        out.push_str("No agent runs in progress on this machine.\n");
+        out.push_str("No agent runs in progress or frozen on this machine.\n");
         crate::term::print(&out)?;
         return Ok(0);
     }
     let now = chrono::Utc::now();
-    let agents: Vec<String> = runs.iter().map(|r| clean_line(&r.entry.agent)).collect();
+    let agents: Vec<String> = runs.iter().map(|r| clean_line(&r.agent)).collect();
     let agent_w = column_width("agent", &agents);
     let mut out = Out::new();
-    let _ = write!(out, "{}  ", pad("agent", agent_w));
-    let _ = writeln!(out, "{:<8}  {:>8}  {:>8}  project", "state", "age", "pid");
+    let _ = write!(out, "{:<8}  {}  ", "id", pad("agent", agent_w));
+    let _ = writeln!(out, "{:<9}  {:>8}  {:>8}  project", "state", "age", "pid");
     for (r, agent) in runs.iter().zip(&agents) {
-        let _ = write!(out, "{}  ", pad(agent, agent_w));
-        let st = if r.state == "running" {
-            style::LIVE
-        } else {
-            style::DIM
+        let _ = write!(out, "{:<8}  {}  ", r.short_id(), pad(agent, agent_w));
+        let state = shown_state(r);
+        let st = match state.as_str() {
+            "running" => style::LIVE,
+            "frozen" => style::GOOD,
+            _ => style::DIM,
         };
-        out.paint(st, &format!("{:<8}", r.state));
+        out.paint(st, &format!("{state:<9}"));
+        let pid = match r.state {
+            State::Live => r.launcher_pid.map_or("-".into(), |p| p.to_string()),
+            _ => "-".into(),
+        };
         let _ = writeln!(
             out,
             "  {:>8}  {:>8}  {}",
-            ago(&r.entry.started_at, &now),
-            r.entry.launcher_pid.map_or("-".into(), |p| p.to_string()),
-            clean_line(&r.entry.project)
+            ago(&r.started_at, &now),
+            pid,
+            clean_line(&r.project)
         );
     }
     out.print()?;

@@ -1,11 +1,12 @@
 //! `export`: render the session and splice it into an agent's context file (docs/commands.md, `export`).
 
+pub mod delivery;
 pub mod imports;
 pub mod render;
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::{Agent, Layout, ReadLimit};
+use crate::agents::{Agent, Layout, Private, ReadLimit};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, Links, Named, ReadError, WriteError, WriteGuard};
 use crate::git::{Repo, WorkTree};
@@ -14,6 +15,7 @@ use crate::stale::{self, Stale};
 
 use crate::block;
 pub use crate::block::{Outcome, Place};
+pub use delivery::{How, Other, RunDelivery, Why};
 
 /// Context files larger than this are not read, and an export that would make one larger is
 /// refused (16 MiB, [`crate::limits::CONTEXT_FILE`]).
@@ -26,8 +28,9 @@ pub struct Target {
     pub agent: &'static Agent,
     /// The file to write (absolute).
     pub path: PathBuf,
-    /// Whether this is the file the agent reads at startup: its context file at the project
-    /// root (compared by full path, not by name as the original did).
+    /// Whether this is where the delivery rule puts the agent's block (not a file named with
+    /// `-o` elsewhere): the other blocks the agent reads are then settled too
+    /// ([`delivery::settle`]).
     pub at_default: bool,
     /// The session root: the path must resolve inside it unless the user named it, and `@`
     /// imports between context files are followed inside it.
@@ -37,88 +40,101 @@ pub struct Target {
     pub named: Named,
     /// How the file is written: a block among other text, or a file pas-agent owns.
     pub layout: Layout,
+    /// Why the block goes to this file.
+    pub why: Why,
+    /// Whether `run` writes it: a block is then never taken out of a file git tracks.
+    pub for_run: bool,
 }
 
 impl Target {
-    /// The agent's own file at the project root, or `output` resolved against `cwd` (as every
-    /// command-line path is).
-    pub fn new(
-        project: &Project,
-        agent: &'static Agent,
-        output: Option<&Path>,
-        cwd: &Path,
-    ) -> Target {
-        let default = project.root.join(agent.context_file);
-        match output {
-            None => Target {
-                agent,
-                path: default,
-                at_default: true,
-                root: project.root.clone(),
-                named: Named::ByUs,
-                layout: Layout::Block,
-            },
-            Some(out) => {
-                let path = cwd.join(out);
-                let at_default = same_file_path(&path, &default);
-                Target {
-                    agent,
-                    path,
-                    at_default,
-                    root: project.root.clone(),
-                    named: Named::ByUser,
-                    layout: Layout::Block,
-                }
-            }
-        }
-    }
-
-    /// The target for an agent of `export --to`: its file at the project root (for an agent
-    /// that reads the first of several files, the first that exists), or `output`. Its own
-    /// file is written in the agent's layout; any other file named with `-o` is the user's and
-    /// gets a block ([`Layout::Block`]), whatever the agent's layout.
+    /// The target for an agent of `export --to`: where the delivery rule puts its block
+    /// ([`delivery::choose`]), or `output` resolved against `cwd` (as every command-line path
+    /// is). The agent's own rules file is written in the agent's layout; any other file gets
+    /// a block ([`Layout::Block`]), whatever the agent's layout.
     pub fn for_agent(
         project: &Project,
         agent: &'static Agent,
         output: Option<&Path>,
         cwd: &Path,
     ) -> Target {
-        let mut target = Target::new(project, agent, output, cwd);
-        if output.is_none() {
-            target.path = agent.file(&project.root);
+        let (chosen, why) = delivery::choose(agent, &project.root);
+        let (path, why, named) = match output {
+            None => (chosen, why, Named::ByUs),
+            Some(out) => {
+                let path = cwd.join(out);
+                let real = canonical(&path);
+                let also = agent
+                    .also_reads
+                    .iter()
+                    .any(|f| canonical(&project.root.join(f)) == real);
+                let read = delivery::reads(agent, &project.root)
+                    .into_iter()
+                    .find(|r| r.real == real)
+                    .map(|r| r.how)
+                    .or_else(|| also.then_some(How::Also));
+                match read {
+                    _ if real == canonical(&chosen) => (path, why, Named::ByUser),
+                    Some(how) if how != How::Own => (path, Why::Holds(how), Named::ByUser),
+                    _ => (path, Why::Own, Named::ByUser),
+                }
+            }
+        };
+        Target::at(project, agent, path, why, named)
+    }
+
+    /// The target of `run` for `agent`, as `delivery` decided ([`delivery::for_run`]); `None`
+    /// when no file takes the block.
+    pub fn for_run(project: &Project, agent: &'static Agent, d: &RunDelivery) -> Option<Target> {
+        let (path, why) = d.file.clone()?;
+        let mut t = Target::at(project, agent, path, why, Named::ByUs);
+        t.for_run = true;
+        Some(t)
+    }
+
+    /// A target for the file `path` of `agent`: at the delivery rule's place unless `why` is
+    /// [`Why::Own`] for a file other than the agent's own; in the agent's layout only when it
+    /// is the agent's own context file.
+    pub fn at(
+        project: &Project,
+        agent: &'static Agent,
+        path: PathBuf,
+        why: Why,
+        named: Named,
+    ) -> Target {
+        let own = canonical(&path) == canonical(&delivery::own_file(agent, &project.root));
+        let at_default = named == Named::ByUs || own || why != Why::Own;
+        let layout = if canonical(&path) == canonical(&project.root.join(agent.context_file)) {
+            agent.layout
+        } else {
+            Layout::Block
+        };
+        Target {
+            agent,
+            path,
+            at_default,
+            root: project.root.clone(),
+            named,
+            layout,
+            why,
+            for_run: false,
         }
-        if target.at_default {
-            target.layout = agent.layout;
-        }
-        target
     }
 
     /// The file as the session root sees it (`CLAUDE.md`, `.cursor/rules/pas-agent.mdc`), or
     /// the whole path when it lies outside.
     pub fn shown(&self) -> String {
-        let root = self
-            .root
-            .canonicalize()
-            .unwrap_or_else(|_| self.root.clone());
-        let path = canonical(&self.path);
-        path.strip_prefix(&root)
-            .unwrap_or(&self.path)
-            .display()
-            .to_string()
+        shown(&self.root, &self.path)
     }
 }
 
-/// Whether two paths name the same place, comparing canonical parents and file names (the file
-/// itself need not exist yet).
-fn same_file_path(a: &Path, b: &Path) -> bool {
-    let norm = |p: &Path| -> Option<PathBuf> {
-        let parent = p.parent()?.canonicalize().ok()?;
-        Some(parent.join(p.file_name()?))
-    };
-    match (norm(a), norm(b)) {
-        (Some(a), Some(b)) => a == b,
-        _ => a == b,
-    }
+/// `path` as the session root `root` sees it, or the whole path when it lies outside.
+pub fn shown(root: &Path, path: &Path) -> String {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let real = canonical(path);
+    real.strip_prefix(&root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// What an export did.
@@ -132,14 +148,19 @@ pub struct Report {
     pub stale: Option<Stale>,
     /// Where the file stands against the agent's read limit, for agents that have one.
     pub limit: Option<LimitReport>,
-    /// Set when the target was left as it was because the file it is imports this one, which
-    /// holds the block the agent sees; that block was updated instead.
-    pub via_import: Option<PathBuf>,
-    /// Other context files whose blocks an agent sees together with this one (through `@`
-    /// imports), each updated to the same content (or the reason it could not be).
-    pub also: Vec<(PathBuf, std::result::Result<(), String>)>,
-    /// The agents that see more than one block, with the files they read them from.
-    pub duplicates: Vec<(&'static str, Vec<PathBuf>)>,
+    /// The other blocks the agent reads ([`delivery::settle`]): each taken out or brought up
+    /// to date, or the reason it could not be.
+    pub others: Vec<(PathBuf, Other, std::result::Result<(), String>)>,
+    /// Agents that still read more than one block, with the files ([`delivery::read_twice`]).
+    pub twice: Vec<(&'static str, Vec<PathBuf>)>,
+    /// Whether git tracks the file written.
+    pub tracked: bool,
+    /// Files beside it whose names differ from its name in case only
+    /// ([`delivery::case_variants`]).
+    pub case_variants: Vec<PathBuf>,
+    /// A private file's line in the repository's `info/exclude`: added (true), there or
+    /// ignored already (false), or why it could not be added.
+    pub excluded: Option<std::result::Result<bool, String>>,
 }
 
 /// How a written file measures against the agent's [`ReadLimit`], in the limit's unit.
@@ -154,49 +175,75 @@ pub struct LimitReport {
 }
 
 impl Report {
-    /// Warnings about what the agent will not read, naming the file as `shown`: the block (or
-    /// part of it) past the agent's read limit, or the rest of the file past it; blocks an agent
-    /// sees twice through imports; imported files whose block could not be updated.
+    /// Warnings about what the agent will not read or reads twice, naming the file as `shown`:
+    /// other blocks it reads that are some other agent's only one (it receives the session
+    /// more than once), blocks that could not be settled, the block (or part of it) past the
+    /// agent's read limit or the rest of the file past it, a file whose name differs from the
+    /// target's in case only, and a private file git could not be told to ignore.
     pub fn warnings(&self, shown: &str) -> Vec<String> {
-        let name = |p: &Path| {
-            p.strip_prefix(self.target.root.canonicalize().unwrap_or_default())
-                .unwrap_or(p)
-                .display()
-                .to_string()
-        };
+        let name = |p: &Path| self::shown(&self.target.root, p);
+        let agent = self.target.agent.name;
         let mut out = Vec::new();
-        for (agent, files) in &self.duplicates {
+        for (reader, files) in &self.twice {
+            let needs: Vec<String> = self
+                .others
+                .iter()
+                .filter_map(|(p, o, _)| match o {
+                    Other::Refresh(who) if !who.is_empty() && files.contains(p) => Some(format!(
+                        "the one in {} is the only one {} reads",
+                        name(p),
+                        who.join(" and ")
+                    )),
+                    _ => None,
+                })
+                .collect();
+            let why = if needs.is_empty() {
+                String::new()
+            } else {
+                format!("; none can go: {}", needs.join("; "))
+            };
             out.push(format!(
-                "{agent} sees {} pas-agent blocks, through `@` imports: {}; all were updated to the same content, but one is enough (remove the others' markers and the text between them)",
-                files.len(),
-                files.iter().map(|f| name(f)).collect::<Vec<_>>().join(", ")
+                "{reader} reads pas-agent blocks in {}, so it receives the session {} times; all hold the same content{why}",
+                files.iter().map(|f| name(f)).collect::<Vec<_>>().join(" and "),
+                files.len()
             ));
         }
-        for (file, result) in &self.also {
+        for (file, _, result) in &self.others {
             if let Err(e) = result {
                 out.push(format!(
-                    "{} holds a pas-agent block that an agent sees with this one, and it could not be updated: {e}",
+                    "{} holds a pas-agent block that {agent} reads as well, and it could not be settled: {e}",
                     name(file)
                 ));
             }
+        }
+        for v in &self.case_variants {
+            out.push(format!(
+                "{} is beside {shown}, and the two names differ in case only: on macOS and Windows they are one file, so a checkout with both breaks there; keep one (`git mv`)",
+                name(v)
+            ));
+        }
+        if let Some(Err(e)) = &self.excluded {
+            out.push(format!(
+                "git could not be told to ignore {shown} on this machine ({e}); it may show in `git status`"
+            ));
         }
         out.extend(self.limit_warnings(shown));
         out
     }
 
-    /// Every file the export wrote, with whether it was created: the target (unless the block
-    /// went to a file it imports instead), and the files whose blocks were updated through
-    /// imports.
+    /// Every file the export wrote that is the project's own (git may see it), with whether
+    /// it was created: the target (unless it is a private file git ignores), and the files
+    /// whose blocks were settled.
     pub fn written(&self) -> Vec<(PathBuf, bool)> {
         let mut out = Vec::new();
-        if self.via_import.is_none() {
+        if !matches!(self.target.why, Why::Private { .. }) {
             out.push((self.target.path.clone(), self.outcome == Outcome::Created));
         }
         out.extend(
-            self.also
+            self.others
                 .iter()
-                .filter(|(_, r)| r.is_ok())
-                .map(|(p, _)| (p.clone(), false)),
+                .filter(|(_, _, r)| r.is_ok())
+                .map(|(p, _, _)| (p.clone(), false)),
         );
         out
     }
@@ -271,13 +318,18 @@ pub fn content_within(
     )
 }
 
-/// Renders `session` and splices it into `target`. The caller holds the session lock.
+/// Renders `session` and splices it into `target`, then settles the other blocks the agent
+/// reads ([`delivery::settle`]: taken out where every reader has another, else brought up to
+/// date). A private file is made one git ignores on this machine; a copy of a tracked context
+/// file ([`Private::Shadows`]) is made from that file as it is now. The caller holds the
+/// session lock.
 ///
 /// Errors: [`Error::ExportUnsafe`] when the file's markers do not form exactly one block (and
 /// `force` is off), the file is read-only (or its directory is), too large (or would be after
 /// the export), not a regular file, resolves outside the session root through a link or (not
-/// named by the user) at all, or cannot be read or written — in every case the file is left as
-/// it was.
+/// named by the user) at all, or cannot be read or written, or when it does not exist and a
+/// file whose name differs in case only does (`agents.md` for `AGENTS.md`) — in every case the
+/// file is left as it was.
 pub fn write(
     session: &crate::session::Session,
     target: &Target,
@@ -289,8 +341,21 @@ pub fn write(
     let unsafe_ = |problem: String| unsafe_at(target, problem);
     let refused = |e: WriteError| refusal(target, e);
     let (guard, existing) = open(target)?;
+    let case_variants = delivery::case_variants(&target.path);
+    if existing.is_none()
+        && let Some(other) = case_variants.first()
+    {
+        let other = shown(&target.root, other);
+        return Err(unsafe_(format!(
+            "{other} is there, whose name differs from this one in case only: beside it, a new file would break checkouts on macOS and Windows (where the two are one file), and {} reads {}, not {other}; nothing was written\n  hint: rename it (`git mv {other} {}`), or name a file with -o",
+            target.agent.name,
+            target.shown(),
+            target.shown(),
+        )));
+    }
+    let tracked = repo.is_some_and(|r| r.tracked(&target.path).unwrap_or(false));
     if let Layout::Owned { front_matter } = target.layout {
-        return write_owned(
+        let mut report = write_owned(
             target,
             &guard,
             existing,
@@ -298,7 +363,10 @@ pub fn write(
             &content,
             force,
             stale,
-        );
+        )?;
+        report.tracked = tracked;
+        report.case_variants = case_variants;
+        return Ok(report);
     }
     if !force
         && let Some(bytes) = &existing
@@ -306,49 +374,46 @@ pub fn write(
     {
         return Err(unsafe_(format!("{reason}; nothing was written")));
     }
-    let views = if force || !target.at_default {
-        Vec::new()
-    } else {
-        import_views(target)
+    // A copy of a tracked context file is made from that file as it is now, after a first
+    // line that names it as pas-agent's.
+    let shadow = match &target.why {
+        Why::Private {
+            tracked,
+            how: Private::Shadows(_),
+        } => {
+            let text = match fsutil::read_limited(tracked, MAX_CONTEXT_FILE_BYTES) {
+                Ok(b) => b.unwrap_or_default(),
+                Err(e) => {
+                    return Err(unsafe_(format!(
+                        "cannot read {} to copy it ({e}); nothing was written",
+                        shown(&target.root, tracked)
+                    )));
+                }
+            };
+            block::check_text(&text).map_err(|r| {
+                unsafe_(format!(
+                    "{} cannot be copied: {r}; nothing was written",
+                    shown(&target.root, tracked)
+                ))
+            })?;
+            Some(text)
+        }
+        _ => None,
     };
-    let own_block = existing.as_deref().is_some_and(block::has_block);
+    let head = if shadow.is_some() {
+        format!("{}\n", delivery::SHADOW_HEAD)
+    } else {
+        String::new()
+    };
+    let base = shadow.as_deref().or(existing.as_deref());
     // Context files hard-linked to each other (CLAUDE.md and AGENTS.md) stay linked.
     let peers: Vec<PathBuf> = crate::agents::launched()
         .map(|a| target.root.join(a.context_file))
         .chain(std::iter::once(target.path.clone()))
         .collect();
-    let mut also: Vec<(PathBuf, std::result::Result<(), String>)> = Vec::new();
-    let mut update_others = |files: &[PathBuf]| {
-        for f in files {
-            if !also.iter().any(|(p, _)| p == f) {
-                also.push((f.clone(), update_block(&guard, &peers, f, &content)));
-            }
-        }
-    };
-    // The agent reads this file and, through its imports, a block elsewhere: that block is
-    // the one to keep current, and a second one here would only disagree with it later.
-    if !own_block && let Some(view) = views.iter().find(|v| v.own && !v.others.is_empty()) {
-        update_others(&view.others);
-        if let Some((_, Err(e))) = also.first() {
-            return Err(unsafe_(format!(
-                "it imports {}, which holds the block {} reads, and that block could not be updated: {e}",
-                view.others[0].display(),
-                view.agent
-            )));
-        }
-        return Ok(Report {
-            target: target.clone(),
-            outcome: Outcome::Updated,
-            stale,
-            limit: None,
-            via_import: Some(view.others[0].clone()),
-            also,
-            duplicates: Vec::new(),
-        });
-    }
     let limit = target.agent.read_limit;
     let splice = |place| {
-        block::splice(existing.as_deref(), &content, force, place).map_err(|reason| {
+        block::splice(base, &content, force, place).map_err(|reason| {
             unsafe_(format!(
                 "{reason}; nothing was written\n  hint: fix the file by hand, or replace all of it with the block: `pas-agent export --to {} --force`",
                 target.agent.id
@@ -360,9 +425,18 @@ pub fn write(
     // point: a new block then goes to the top instead (the file's own text is kept as is).
     if let Some(l) = limit
         && outcome == Outcome::Appended
-        && block::block_end(&bytes).is_some_and(|end| l.measure(&bytes[..end]) > l.amount)
+        && block::block_end(&bytes)
+            .is_some_and(|end| l.measure(&bytes[..end]) + l.measure(head.as_bytes()) > l.amount)
     {
         (bytes, outcome) = splice(Place::Top)?;
+    }
+    if shadow.is_some() {
+        bytes.splice(0..0, head.bytes());
+        outcome = if existing.is_some() {
+            Outcome::Updated
+        } else {
+            Outcome::Created
+        };
     }
     // Never write a file the next export would refuse to read.
     crate::limits::CONTEXT_FILE
@@ -376,22 +450,98 @@ pub fn write(
     guard
         .write(&target.path, &bytes, target.named, Links::KeepAmong(&peers))
         .map_err(refused)?;
-    let mut duplicates = Vec::new();
-    for view in views.iter().filter(|v| !v.others.is_empty()) {
-        update_others(&view.others);
-        let mut files = vec![target.path.clone()];
-        files.extend(view.others.iter().cloned());
-        duplicates.push((view.agent, files));
-    }
+    let excluded = match (&target.why, repo) {
+        (Why::Private { .. }, Some(repo)) => {
+            Some(repo.exclude(&target.path).map_err(|e| e.to_string()))
+        }
+        _ => None,
+    };
+    let (others, twice) = if force || !target.at_default {
+        (Vec::new(), Vec::new())
+    } else {
+        let others = settle_others(target, &guard, &peers, &content, repo);
+        let twice = delivery::read_twice(target.agent, &target.root, &canonical(&target.path));
+        (others, twice)
+    };
     Ok(Report {
         target: target.clone(),
         outcome,
         stale,
         limit: limit.map(|l| LimitReport::of(l, &bytes)),
-        via_import: None,
-        also,
-        duplicates,
+        others,
+        twice,
+        tracked,
+        case_variants,
+        excluded,
     })
+}
+
+/// Step 3 of the delivery rule after `target` was written: each other block the agent reads
+/// is taken out (where every reader has another; never from a file git tracks when `run`
+/// writes) or brought up to date.
+fn settle_others(
+    target: &Target,
+    guard: &WriteGuard,
+    peers: &[PathBuf],
+    content: &str,
+    repo: Option<&Repo>,
+) -> Vec<(PathBuf, Other, std::result::Result<(), String>)> {
+    let chosen = canonical(&target.path);
+    let mut out = Vec::new();
+    if !target.for_run
+        && let Some(copy) = delivery::leftover_copy(target.agent, &target.root)
+        && canonical(&copy) != chosen
+    {
+        let result = guard.remove(&copy, Named::ByUs).map_err(|e| e.to_string());
+        out.push((copy, Other::Leftover, result));
+    }
+    out.extend(
+        delivery::settle(target.agent, &target.root, &chosen)
+            .into_iter()
+            .map(|(file, other)| {
+                let keep_tracked = target.for_run
+                    && other == Other::Remove
+                    && repo.is_some_and(|r| r.tracked(&file).unwrap_or(true));
+                let other = if keep_tracked {
+                    Other::Refresh(Vec::new())
+                } else {
+                    other
+                };
+                let result = match other {
+                    Other::Remove | Other::Leftover => take_block_out(guard, peers, &file),
+                    Other::Refresh(_) => update_block(guard, peers, &file, content),
+                };
+                (file, other, result)
+            }),
+    );
+    out
+}
+
+/// Takes the block out of `path` ([`block::take_out`]); a file left with nothing (or only a
+/// byte order mark) is deleted.
+fn take_block_out(
+    guard: &WriteGuard,
+    peers: &[PathBuf],
+    path: &Path,
+) -> std::result::Result<(), String> {
+    guard.check(path, Named::ByUs).map_err(|e| e.to_string())?;
+    let bytes = match fsutil::read_limited(path, MAX_CONTEXT_FILE_BYTES) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    block::check_text(&bytes)?;
+    let Some(out) = block::take_out(&bytes)? else {
+        return Ok(());
+    };
+    if out.is_empty() || out == b"\xEF\xBB\xBF" {
+        guard.remove(path, Named::ByUs).map_err(|e| e.to_string())
+    } else {
+        guard
+            .write(path, &out, Named::ByUs, Links::KeepAmong(peers))
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// [`Error::ExportUnsafe`] for `target`.
@@ -572,9 +722,11 @@ fn write_owned(
         outcome,
         stale,
         limit: limit.map(|l| LimitReport::of(l, &bytes)),
-        via_import: None,
-        also: Vec::new(),
-        duplicates: Vec::new(),
+        others: Vec::new(),
+        twice: Vec::new(),
+        tracked: false,
+        case_variants: Vec::new(),
+        excluded: None,
     })
 }
 
@@ -680,12 +832,15 @@ pub enum Removed {
     Nothing,
 }
 
-/// Takes the block out of `target`'s file under the session lock: every byte outside it stays
-/// as it was (byte order mark, line endings, the text before and after, and so the blank line
-/// `export` put between the block and the text when it added the block, which cannot be told
-/// from one that was there before). A file left empty (or holding only a byte order mark),
-/// and a file pas-agent owns that holds nothing but its front matter and the block, is
-/// deleted; text the user added to an owned file stays, with its front matter.
+/// Takes the block out of `target`'s file under the session lock, with the line endings
+/// export added around it when it put the block there ([`block::take_out`]): a file export
+/// changed gets back the bytes it had, and every other byte stays as it was (byte order mark,
+/// line endings, the text before and after, a blank line of someone else's). A file left
+/// empty (or holding only a byte order mark), a file pas-agent owns that holds nothing but its
+/// front matter and the block, and a copy `run` made of a context file
+/// ([`delivery::is_shadow`]) are deleted; text the user added to an owned file stays, with
+/// its front matter. Directories export made for the file (an editor's rules directory) go
+/// when that leaves them empty.
 ///
 /// Errors: as [`write`]: the guard refuses the path, the file cannot be read or written, is not
 /// UTF-8 text, or its markers do not form one block (nothing is changed).
@@ -696,13 +851,16 @@ pub fn remove(project: &Project, target: &Target) -> Result<Removed> {
     let Some(bytes) = existing else {
         return Ok(Removed::Nothing);
     };
+    if delivery::is_shadow(&bytes) {
+        guard
+            .remove(&target.path, target.named)
+            .map_err(|e| refusal(target, e))?;
+        return Ok(Removed::File);
+    }
     block::check_text(&bytes).map_err(|r| unsafe_(format!("{r}; nothing was changed")))?;
-    let bom_len = if bytes.starts_with(b"\xEF\xBB\xBF") {
-        3
-    } else {
-        0
-    };
-    let (bom, text) = bytes.split_at(bom_len);
+    let text = bytes
+        .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+        .unwrap_or(&bytes);
     let (start, end) = match block::scan(text) {
         block::Scan::Block { start, end } => (start, end),
         block::Scan::NoBlock => return Ok(Removed::Nothing),
@@ -712,20 +870,20 @@ pub fn remove(project: &Project, target: &Target) -> Result<Removed> {
             )));
         }
     };
-    let (before, after) = (&text[..start], &text[end..]);
     let owned = match target.layout {
         Layout::Owned { front_matter } => only_ours_around(text, start, end, front_matter),
         Layout::Block => false,
     };
-    if owned || (before.is_empty() && after.is_empty()) {
+    let out = block::take_out(&bytes)
+        .map_err(|r| unsafe_(format!("{r}; nothing was changed")))?
+        .unwrap_or_default();
+    if owned || out.is_empty() || out == b"\xEF\xBB\xBF" {
         guard
             .remove(&target.path, target.named)
             .map_err(|e| refusal(target, e))?;
+        remove_empty_dirs(target, &guard);
         return Ok(Removed::File);
     }
-    let mut out = bom.to_vec();
-    out.extend_from_slice(before);
-    out.extend_from_slice(after);
     let peers: Vec<PathBuf> = crate::agents::launched()
         .map(|a| target.root.join(a.context_file))
         .chain(std::iter::once(target.path.clone()))
@@ -736,18 +894,42 @@ pub fn remove(project: &Project, target: &Target) -> Result<Removed> {
     Ok(Removed::Block)
 }
 
-/// One agent's view that includes the target: the agent reads `file` at startup and, through
-/// its `@` imports, `others` that hold a pas-agent block too.
-struct View {
-    agent: &'static str,
-    /// Whether the target is the agent's own file (not one it imports).
-    own: bool,
-    /// Other files in the view that hold a block (canonical paths).
-    others: Vec<PathBuf>,
+/// After the file of an agent's own was deleted: the directories of its context file's path
+/// (`.windsurf/rules`, then `.windsurf`) that are left empty, which export made for it. Never
+/// the session root, never a directory holding anything.
+fn remove_empty_dirs(target: &Target, guard: &WriteGuard) {
+    let root = canonical(&target.root);
+    let own = canonical(&target.root.join(target.agent.context_file));
+    if canonical(&target.path) != own {
+        return;
+    }
+    let mut dir = own.parent().map(Path::to_path_buf);
+    while let Some(d) = dir {
+        if d == root || !d.starts_with(&root) {
+            break;
+        }
+        let empty = std::fs::read_dir(&d).is_ok_and(|mut e| e.next().is_none());
+        if !empty || guard.remove_dir(&d, Named::ByUs).is_err() {
+            break;
+        }
+        dir = d.parent().map(Path::to_path_buf);
+    }
 }
 
 /// A path with its directory made canonical (and the file itself, when it exists).
-fn canonical(p: &Path) -> PathBuf {
+/// A path with its directory made canonical and its last part kept as it is (a link there is
+/// not followed): the path to write through the guard.
+pub(crate) fn located(p: &Path) -> PathBuf {
+    match (
+        p.parent().and_then(|d| d.canonicalize().ok()),
+        p.file_name(),
+    ) {
+        (Some(d), Some(n)) => d.join(n),
+        _ => p.to_path_buf(),
+    }
+}
+
+pub(crate) fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| {
         match (
             p.parent().and_then(|d| d.canonicalize().ok()),
@@ -757,41 +939,6 @@ fn canonical(p: &Path) -> PathBuf {
             _ => p.to_path_buf(),
         }
     })
-}
-
-/// The views of agents that follow `@` imports ([`Agent::at_imports`]) and would read the
-/// target's block: their own context file at the root is the target, or imports it.
-fn import_views(target: &Target) -> Vec<View> {
-    let me = canonical(&target.path);
-    let mut views: Vec<View> = Vec::new();
-    let mut done = std::collections::BTreeSet::new();
-    for agent in crate::agents::launched().filter(|a| a.at_imports) {
-        let file = canonical(&target.root.join(agent.context_file));
-        if !done.insert(file.clone()) {
-            continue;
-        }
-        let imported = imports::imported_files(&file, &target.root, Some(&me));
-        let own = file == me;
-        if !own && !imported.contains(&me) {
-            continue;
-        }
-        let others = std::iter::once(file)
-            .chain(imported)
-            .filter(|f| *f != me)
-            .filter(|f| {
-                fsutil::read_limited(f, MAX_CONTEXT_FILE_BYTES)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|b| block::has_block(&b))
-            })
-            .collect();
-        views.push(View {
-            agent: agent.name,
-            own,
-            others,
-        });
-    }
-    views
 }
 
 /// Replaces the block in `path` (which holds one) with `content`, through the same checks as

@@ -317,6 +317,36 @@ pub(crate) fn parse_name_status(out: &[u8]) -> Vec<TreeChange> {
     changes
 }
 
+/// Whether the index holds `path` (`git ls-files`, the path taken literally).
+pub(crate) fn tracked(top: &Path, path: &str) -> GitResult<bool> {
+    let out = run_ok(top, &["--literal-pathspecs", "ls-files", "-z", "--", path])?;
+    Ok(!out.is_empty())
+}
+
+/// Whether the ignore rules exclude the file `path` (`git check-ignore --no-index`, which
+/// exits 0 for an ignored path and 1 for one that is not).
+pub(crate) fn ignored(top: &Path, path: &str) -> GitResult<bool> {
+    let out = git(top)
+        .args(["check-ignore", "-q", "--no-index", "--", path])
+        .output()
+        .map_err(|e| GitError(format!("cannot run git: {e}")))?;
+    match out.status.code() {
+        Some(0) => Ok(true),
+        Some(1) => Ok(false),
+        _ => Err(GitError(format!(
+            "`git check-ignore` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))),
+    }
+}
+
+/// The repository's `info/exclude` file (`git rev-parse --git-path info/exclude`).
+pub(crate) fn exclude_file(top: &Path) -> GitResult<std::path::PathBuf> {
+    let out = run_ok(top, &["rev-parse", "--git-path", "info/exclude"])?;
+    let path = text(&out).trim_end_matches(['\n', '\r']).to_string();
+    Ok(top.join(path))
+}
+
 pub(crate) fn blob_at(top: &Path, commit: &str, path: &str) -> GitResult<Option<Vec<u8>>> {
     let mut spec = format!("{commit}:").into_bytes();
     spec.extend(path_bytes(path));

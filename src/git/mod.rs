@@ -532,6 +532,101 @@ impl Repo {
         Some(PathBuf::from(abs))
     }
 
+    /// `path` (absolute, the file itself need not exist) relative to the top level,
+    /// `/`-separated, as git names it; `None` when it is not inside the work tree.
+    pub fn rel(&self, path: &Path) -> Option<String> {
+        let real = path
+            .canonicalize()
+            .ok()
+            .or_else(|| Some(path.parent()?.canonicalize().ok()?.join(path.file_name()?)))?;
+        let rel = real.strip_prefix(&self.top).ok()?;
+        let rel = rel.to_str()?.replace('\\', "/");
+        (!rel.is_empty()).then_some(rel)
+    }
+
+    /// Whether git tracks the file at `path` (absolute): the index holds it. A path outside
+    /// the work tree is not tracked.
+    pub fn tracked(&self, path: &Path) -> GitResult<bool> {
+        let Some(rel) = self.rel(path) else {
+            return Ok(false);
+        };
+        self.ask(|n| n.tracked(&rel), || cli::tracked(&self.top, &rel))
+    }
+
+    /// Whether git's ignore rules exclude the file at `path` (absolute), whether or not it
+    /// exists.
+    pub fn ignored(&self, path: &Path) -> GitResult<bool> {
+        let Some(rel) = self.rel(path) else {
+            return Ok(false);
+        };
+        self.ask(|n| n.ignored(&rel), || cli::ignored(&self.top, &rel))
+    }
+
+    /// Makes git ignore the file at `path` (absolute, inside the work tree) on this machine
+    /// only: unless the ignore rules already exclude it, a line `/<path from the top level>`
+    /// is added to the repository's `info/exclude` (created when missing), which is never
+    /// committed, so `git status` and every tracked file stay as they were. Returns whether a
+    /// line was added.
+    ///
+    /// Errors: git cannot be asked, or `info/exclude` cannot be read or written (a link or
+    /// anything but a regular file there is refused).
+    pub fn exclude(&self, path: &Path) -> GitResult<bool> {
+        if self.ignored(path)? {
+            return Ok(false);
+        }
+        let Some(rel) = self.rel(path) else {
+            return Err(GitError(format!(
+                "{} is not inside the work tree {}",
+                path.display(),
+                self.top.display()
+            )));
+        };
+        let file = match &self.native {
+            Some(n) if !self.force_cli => n.exclude_file(),
+            _ => cli::exclude_file(&self.top)?,
+        };
+        let fail = |e: std::io::Error| GitError(format!("{}: {e}", file.display()));
+        let existing = match std::fs::symlink_metadata(&file) {
+            Ok(m) if !m.file_type().is_file() => {
+                return Err(GitError(format!(
+                    "{} is not a regular file; nothing was added to it",
+                    file.display()
+                )));
+            }
+            Ok(_) => std::fs::read(&file).map_err(fail)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(fail(e)),
+        };
+        // Special characters of ignore patterns are escaped, so the line names this file only.
+        let mut pattern = String::from("/");
+        let last = rel.chars().count().saturating_sub(1);
+        for (i, c) in rel.chars().enumerate() {
+            // `!` and `#` are special only at the start, which is the `/` here; a trailing
+            // space would be dropped.
+            if matches!(c, '*' | '?' | '[' | '\\') || (c == ' ' && i == last) {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        let mut add = Vec::new();
+        if !existing.is_empty() && !existing.ends_with(b"\n") {
+            add.push(b'\n');
+        }
+        add.extend_from_slice(pattern.as_bytes());
+        add.push(b'\n');
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        use std::io::Write as _;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&file)
+            .and_then(|mut f| f.write_all(&add))
+            .map_err(fail)?;
+        Ok(true)
+    }
+
     /// Whether a path read back from a session file is in the portable form a recorded path
     /// has on every platform: [`Repo::abs`] accepts it, and it holds no `\\` and no drive
     /// prefix (`C:`). Anything else (`..\\evil`, `/etc/passwd`) is data, never a file.

@@ -150,6 +150,42 @@ impl Native {
         self.repo.git_dir()
     }
 
+    /// Whether the index holds `path` (relative to the top level, `/`-separated).
+    pub fn tracked(&self, path: &str) -> GitResult<bool> {
+        let index = self
+            .repo
+            .index_or_empty()
+            .map_err(|e| err("reading the index", e))?;
+        Ok(index.entry_by_path(path.as_bytes().as_bstr()).is_some())
+    }
+
+    /// Whether git's ignore rules (`.gitignore` files, `info/exclude`, `core.excludesFile`)
+    /// exclude the file `path` (relative to the top level).
+    pub fn ignored(&self, path: &str) -> GitResult<bool> {
+        let index = self
+            .repo
+            .index_or_empty()
+            .map_err(|e| err("reading the index", e))?;
+        let mut stack = self
+            .repo
+            .excludes(
+                &index,
+                None,
+                gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped,
+            )
+            .map_err(|e| err("reading the ignore rules", e))?;
+        let platform = stack
+            .at_path(Path::new(path), Some(gix::index::entry::Mode::FILE))
+            .map_err(|e| err("matching the ignore rules", e))?;
+        Ok(platform.is_excluded())
+    }
+
+    /// The repository's `info/exclude` file (in the common directory that linked work trees
+    /// share).
+    pub fn exclude_file(&self) -> std::path::PathBuf {
+        self.repo.common_dir().join("info").join("exclude")
+    }
+
     pub fn head(&self) -> GitResult<Head> {
         let head = self.repo.head().map_err(|e| err("reading HEAD", e))?;
         Ok(Head {

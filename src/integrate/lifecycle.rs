@@ -4,7 +4,8 @@
 //!
 //! - **session-start** prints the session (the block's Markdown) as
 //!   `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}`, which all
-//!   three agents add to the model's context, then writes the session's marker: the time,
+//!   three agents add to the model's context — unless a file the agent reads holds a current
+//!   block already, so that the model gets the session once — then writes the session's marker: the time,
 //!   HEAD, the directory, the transcript's path and the agent's process. No work-tree scan:
 //!   the start stays cheap on a large repository. A session already started (a second start
 //!   from hooks installed at two levels, Claude Code's start after compacting) keeps its
@@ -16,8 +17,10 @@
 //! A hook never fails the agent: every error is a warning on stderr and the exit code is 0,
 //! which all three agents treat as success. Outside a session it does nothing. Inside a run
 //! started by `pas-agent run` (`PAS_AGENT_RUN_ID` names a running run of this session whose
-//! launcher is an ancestor of the hook) it does nothing either: the launcher exports before
-//! and records after, so the run is recorded once.
+//! launcher is an ancestor of the hook) it does nothing either (the launcher exports before
+//! and records after, so the run is recorded once), except that session-start gives the
+//! session when the run could not put it in a file the agent reads (its context file is
+//! tracked by git and it has no other).
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -106,6 +109,11 @@ fn read_payload(fields: &crate::agents::hooks::Payload) -> Result<Payload, Strin
 }
 
 fn handle(integration: &Integration, event: Event) -> Result<(), String> {
+    // Another agent running this agent's hooks (GitHub Copilot CLI runs Claude Code's): its
+    // session is not this agent's, and is recorded by its own hooks if they are installed.
+    if super::run_by_another(integration).is_some() {
+        return Ok(());
+    }
     let payload = read_payload(&integration.hooks.payload)?;
     let cwd = match &payload.cwd {
         Some(c) if c.is_absolute() => c.clone(),
@@ -115,15 +123,37 @@ fn handle(integration: &Integration, event: Event) -> Result<(), String> {
         // No session here: nothing to give or record (a user-level hook in another project).
         return Ok(());
     };
+    let agent = integration.agent;
+    // A restored run (`pas-agent restore`) asks for this: the session the agent came up in.
+    if event == Event::SessionStart
+        && let (Ok(run), Some(id)) = (
+            std::env::var(crate::launch::RUN_ID_ENV),
+            payload
+                .session_id
+                .as_deref()
+                .filter(|i| agent.id_shape.accepts(i)),
+        )
+    {
+        crate::launch::freeze::acknowledge(&run, id);
+    }
     if inside_run(&project) {
+        // The launcher records the run; at the start the hook only gives the session when
+        // the run could not put it in a file the agent reads (a tracked context file).
+        if event == Event::SessionStart {
+            give_context(&project, integration)?;
+        }
         return Ok(());
     }
-    let agent = integration.agent;
     let session_id = payload
         .session_id
         .clone()
         .filter(|id| agent.id_shape.accepts(id));
-    if session_id.is_none() && payload.raw.get("session_id").is_some() {
+    if session_id.is_none()
+        && payload
+            .raw
+            .get(integration.hooks.payload.session_id)
+            .is_some()
+    {
         crate::term::warn(&format!(
             "the `session_id` in the hook's payload does not look like a {} session id",
             agent.name
@@ -188,23 +218,7 @@ fn start(
     payload: &Payload,
     cwd: &Path,
 ) -> Result<(), String> {
-    let session = project.load().map_err(|e| e.to_string())?;
-    // The Markdown of the block, without the live git state: reading the work tree is what
-    // would make a start slow on a large repository.
-    let (content, _) = crate::export::content(&session, None, None);
-    let output = match integration.hooks.context {
-        ContextOutput::HookSpecific => Some(serde_json::json!({
-            "hookSpecificOutput": {
-                "hookEventName": "SessionStart",
-                "additionalContext": content,
-            }
-        })),
-        ContextOutput::TopLevel => Some(serde_json::json!({ "additionalContext": content })),
-        ContextOutput::Ignored => None,
-    };
-    if let Some(output) = output {
-        crate::term::print_json(&output).map_err(|e| e.to_string())?;
-    }
+    give_context(project, integration)?;
     // Sessions of the project that ended without being recorded (a completion cut short):
     // recorded now, off this agent's clock.
     if hooked::any_over(project) {
@@ -241,6 +255,32 @@ fn start(
         marker.agent_started = token;
     }
     hooked::write(project, &path, &marker)
+}
+
+/// Prints the session for the agent's context, unless a file the agent reads already holds a
+/// current block (`export::delivery::hook_gives_context`): the model gets the session once.
+fn give_context(project: &Project, integration: &Integration) -> Result<(), String> {
+    let session = project.load().map_err(|e| e.to_string())?;
+    if !crate::export::delivery::hook_gives_context(integration.agent, &project.root, &session) {
+        return Ok(());
+    }
+    // The Markdown of the block, without the live git state: reading the work tree is what
+    // would make a start slow on a large repository.
+    let (content, _) = crate::export::content(&session, None, None);
+    let output = match integration.hooks.context {
+        ContextOutput::HookSpecific => Some(serde_json::json!({
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": content,
+            }
+        })),
+        ContextOutput::TopLevel => Some(serde_json::json!({ "additionalContext": content })),
+        ContextOutput::Ignored => None,
+    };
+    if let Some(output) = output {
+        crate::term::print_json(&output).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 fn last_message(integration: &Integration, payload: &Payload) -> Option<String> {

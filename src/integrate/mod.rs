@@ -62,6 +62,20 @@ pub fn all() -> impl Iterator<Item = Integration> {
     agents::with_hooks().map(|(agent, hooks)| Integration { agent, hooks })
 }
 
+/// The agent that really ran a hook installed for `integration`, when it is another one: an
+/// agent that runs other agents' hooks too (GitHub Copilot CLI runs Claude Code's) sets its
+/// [`Hooks::env_marker`] for them, and the hook then belongs to that agent, not to the one it
+/// was installed for.
+pub fn run_by_another(integration: &Integration) -> Option<Integration> {
+    all()
+        .filter(|i| i.agent.id != integration.agent.id)
+        .find(|i| {
+            i.hooks
+                .env_marker
+                .is_some_and(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()))
+        })
+}
+
 /// The program part of the installed command: `pas-agent` when the `pas-agent` found on
 /// `PATH` is this executable, else this executable's absolute path, quoted for `sh`.
 pub fn program() -> String {
@@ -106,6 +120,25 @@ pub fn is_ours(command: &str, integration: &Integration, event: Event) -> bool {
         && words[words.len() - 3] == SUBCOMMAND
         && words[words.len() - 2] == integration.key()
         && words[words.len() - 1] == event.word()
+}
+
+/// Whether pas-agent's session-start hook for `integration` is in its settings file for the
+/// project at `root` or in the user's: a command ending `lifecycle <key> session-start` is in
+/// the file's text (a plain look, for saying how a run's agent gets the session; `doctor`
+/// checks the entries in full).
+pub fn start_hook_installed(integration: &Integration, root: &Path) -> bool {
+    let needle = format!(
+        "{SUBCOMMAND} {} {}",
+        integration.key(),
+        Event::SessionStart.word()
+    );
+    [false, true].into_iter().any(|user| {
+        integration
+            .settings_path(root, user)
+            .ok()
+            .and_then(|p| crate::fsutil::read_limited(&p, 1024 * 1024).ok().flatten())
+            .is_some_and(|b| String::from_utf8_lossy(&b).contains(&needle))
+    })
 }
 
 #[cfg(test)]

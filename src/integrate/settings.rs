@@ -30,6 +30,9 @@ pub struct Edit {
     /// The agent's event names whose entries were added, updated or removed, then the keys of
     /// the top-level settings added or removed with them.
     pub events: Vec<&'static str>,
+    /// Whether the file is to be deleted rather than written (a file pas-agent owned whole,
+    /// [`Format::Owned`], whose hooks were removed).
+    pub delete: bool,
 }
 
 /// Installs (or with `remove`, takes out) pas-agent's hooks for `integration` in the settings
@@ -48,7 +51,96 @@ pub fn edit(
     match integration.hooks.format {
         Format::Json { comments } => json(text, comments, integration, program, remove),
         Format::Toml => toml(text, integration, program, remove),
+        Format::Owned { template } => owned(text, template, integration, program, remove),
     }
+}
+
+/// `template` with each `{command:<event>}` replaced by the command for that event, as a JSON
+/// string literal.
+fn render(template: &str, integration: &Integration, program: &str) -> String {
+    let mut out = template.to_string();
+    for event in Event::ALL {
+        let literal = serde_json::Value::String(command(program, integration, event)).to_string();
+        out = out.replace(&format!("{{command:{}}}", event.word()), &literal);
+    }
+    out
+}
+
+/// The commands in `text` where `template` has its `{command:<event>}` placeholders, when
+/// `text` is `template` with a JSON string literal in each of them (and nothing else changed).
+fn owned_commands(template: &str, text: &str) -> Option<Vec<(Event, String)>> {
+    const OPEN: &str = "{command:";
+    let (mut t, mut rest) = (template, text);
+    let mut found = Vec::new();
+    while let Some(at) = t.find(OPEN) {
+        rest = rest.strip_prefix(&t[..at])?;
+        let after = &t[at + OPEN.len()..];
+        let end = after.find('}')?;
+        let event = Event::from_word(&after[..end])?;
+        t = &after[end + 1..];
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+        let value = values.next()?.ok()?;
+        let used = values.byte_offset();
+        found.push((event, value));
+        rest = &rest[used..];
+    }
+    (rest == t).then_some(found)
+}
+
+/// A file pas-agent owns whole ([`Format::Owned`]): written from the template, replaced when it
+/// is an earlier rendering of it (the program moved), deleted on removal. Any other file at
+/// that path is refused.
+fn owned(
+    text: &str,
+    template: &str,
+    integration: &Integration,
+    program: &str,
+    remove: bool,
+) -> Result<Edit, String> {
+    let names: Vec<&'static str> = integration.hooks.events.iter().map(|(n, _)| *n).collect();
+    let unchanged = || Edit {
+        text: None,
+        events: Vec::new(),
+        delete: false,
+    };
+    if text.trim().is_empty() {
+        if remove {
+            return Ok(unchanged());
+        }
+        return Ok(Edit {
+            text: Some(render(template, integration, program)),
+            events: names,
+            delete: false,
+        });
+    }
+    let ours = owned_commands(template, text).is_some_and(|found| {
+        !found.is_empty()
+            && found
+                .iter()
+                .all(|(event, c)| is_ours(c, integration, *event))
+    });
+    if !ours {
+        return Err(
+            "the file is not the one pas-agent writes there (it was changed, or belongs to something else); pas-agent does not edit it"
+                .into(),
+        );
+    }
+    if remove {
+        return Ok(Edit {
+            text: Some(String::new()),
+            events: names,
+            delete: true,
+        });
+    }
+    let new = render(template, integration, program);
+    if new == text {
+        return Ok(unchanged());
+    }
+    Ok(Edit {
+        text: Some(new),
+        events: names,
+        delete: false,
+    })
 }
 
 fn json_options(comments: bool) -> ParseOptions {
@@ -123,6 +215,7 @@ fn json(
             return Ok(Edit {
                 text: None,
                 events: changed,
+                delete: false,
             });
         };
         for (name, event, list) in lists {
@@ -195,6 +288,7 @@ fn json(
         return Ok(Edit {
             text: None,
             events: changed,
+            delete: false,
         });
     }
     let mut out = root.to_string();
@@ -204,6 +298,7 @@ fn json(
     Ok(Edit {
         text: Some(out),
         events: changed,
+        delete: false,
     })
 }
 
@@ -390,6 +485,7 @@ fn toml(
     Ok(Edit {
         text: (!changed.is_empty()).then(|| doc.to_string()),
         events: changed,
+        delete: false,
     })
 }
 
@@ -621,6 +717,60 @@ mod tests {
         edit(Some(text), &by_key(key).unwrap(), PROGRAM, true)
             .unwrap()
             .text
+    }
+
+    #[test]
+    fn an_owned_file_is_written_whole_replaced_when_ours_and_deleted_on_removal() {
+        let copilot = by_key("copilot").unwrap();
+        let new = install(None, "copilot");
+        let v: serde_json::Value = serde_json::from_str(&new).unwrap();
+        assert_eq!(v["version"], 1);
+        assert_eq!(
+            v["hooks"]["agentStop"][0]["bash"],
+            "/opt/bin/pas-agent lifecycle copilot stop"
+        );
+        assert_eq!(v["hooks"]["sessionEnd"][0]["timeoutSec"], 30);
+        // Again: nothing changes. Moved: the commands follow.
+        assert_eq!(
+            edit(Some(&new), &copilot, PROGRAM, false).unwrap().text,
+            None
+        );
+        let moved = edit(Some(&new), &copilot, "'/my tools/pas-agent'", false).unwrap();
+        assert!(
+            moved
+                .text
+                .unwrap()
+                .contains("'/my tools/pas-agent' lifecycle copilot stop")
+        );
+        // Removal deletes it.
+        let gone = edit(Some(&new), &copilot, PROGRAM, true).unwrap();
+        assert!(gone.delete && gone.events.len() == 3);
+        assert_eq!(edit(None, &copilot, PROGRAM, true).unwrap().text, None);
+        // A file of that name that is not pas-agent's, or was edited, is never touched.
+        for other in [
+            "{\"version\": 1, \"hooks\": {}}",
+            &new.replace("\"timeoutSec\": 30", "\"timeoutSec\": 5"),
+            &new.replace("lifecycle copilot stop", "lifecycle claude stop"),
+        ] {
+            for remove in [false, true] {
+                assert!(
+                    edit(Some(other), &copilot, PROGRAM, remove).is_err(),
+                    "{other}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn qwen_hooks_take_milliseconds_and_droid_claudes_shape() {
+        let qwen: serde_json::Value = serde_json::from_str(&install(None, "qwen")).unwrap();
+        assert_eq!(qwen["hooks"]["Stop"][0]["hooks"][0]["timeout"], 30_000);
+        let droid: serde_json::Value = serde_json::from_str(&install(None, "droid")).unwrap();
+        assert_eq!(droid["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 30);
+        assert_eq!(
+            droid["hooks"]["SessionStart"][0]["hooks"][0]["command"],
+            "/opt/bin/pas-agent lifecycle droid session-start"
+        );
     }
 
     #[test]

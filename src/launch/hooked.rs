@@ -34,7 +34,6 @@ use uuid::Uuid;
 
 use super::attribution::{self, Other};
 use super::process::{Liveness, liveness};
-use super::record;
 use crate::agents::Agent;
 use crate::fsutil::{Links, Named, WriteGuard};
 use crate::git::{self, Detail};
@@ -426,6 +425,46 @@ fn not_the_sessions(
         .collect()
 }
 
+/// The agent's own words for the run of `marker`'s session (its prompts, last answer, model,
+/// tokens, edits and commands; [`Agent::transcript`]): only the turns after its start (with
+/// none seen, the whole transcript: no run of this session was recorded before, see
+/// [`recorded_already`]). An agent that writes its store behind its hooks
+/// ([`crate::agents::Store::written_late`]) is read again, up to [`WRITTEN_LATE_PATIENCE`],
+/// until the answer is there. The last message the end-of-turn hook reported is the newer
+/// answer when the transcript lags behind it.
+fn words(
+    agent: &'static Agent,
+    session_id: &str,
+    cwd: &Path,
+    started: Option<DateTime<Utc>>,
+    marker: &Marker,
+) -> crate::model::Transcript {
+    let read = || {
+        agent.transcript(
+            session_id,
+            cwd,
+            started.unwrap_or(DateTime::UNIX_EPOCH),
+            marker.transcript_path.as_deref().map(Path::new),
+        )
+    };
+    let mut words = read();
+    if agent.store.is_some_and(|s| s.written_late()) {
+        let deadline = std::time::Instant::now() + WRITTEN_LATE_PATIENCE;
+        while words.last_answer.is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            words = read();
+        }
+    }
+    if let Some(m) = marker.last_message.as_deref() {
+        crate::agents::words::hook_answer(&mut words, m);
+    }
+    words
+}
+
+/// How long a completion waits for an agent that writes its store behind its hooks
+/// ([`crate::agents::Store::written_late`]) to write the last answer.
+const WRITTEN_LATE_PATIENCE: Duration = Duration::from_secs(3);
+
 /// Records the run of one session that is over; `Ok(false)` when it was recorded already.
 fn complete_one(
     project: &Project,
@@ -458,16 +497,12 @@ fn complete_one(
                 .to_string(),
         );
     }
-    let repo = match git::try_for_root(&project.root) {
-        Ok(r) => r,
-        Err(e) => {
-            crate::term::warn(&format!("{e}; the run is recorded without git data"));
-            None
-        }
-    };
-    let tree = repo
-        .as_ref()
-        .and_then(|r| r.status_or_warn(Detail::Files, "the run is recorded without git data"));
+    let seen = git::Seen::of_root(
+        &project.root,
+        Detail::Files,
+        "the run is recorded without git data",
+    );
+    let (repo, tree) = (seen.repo, seen.tree);
     let (head_before, baseline) = match (started, &tree, &repo) {
         (Some(started), Some(tree), Some(repo)) => (
             marker.head_before.clone(),
@@ -482,19 +517,18 @@ fn complete_one(
         }
         _ => (marker.head_before.clone(), Vec::new()),
     };
-    let git_unknown = tree.is_none() && repo.is_some();
-    let outcome = record::git_outcome_of(repo.as_ref(), tree, head_before.as_deref(), &baseline);
-    // The agent named the file its session is kept in, and wrote none: nothing was asked.
-    let no_session_file = marker
-        .transcript_path
-        .as_deref()
-        .is_some_and(|p| !Path::new(p).exists());
-    let transcript = agent.transcript(
-        session_id,
-        &cwd,
-        started.unwrap_or(DateTime::UNIX_EPOCH),
-        marker.transcript_path.as_deref().map(Path::new),
-    );
+    let git_unknown = tree.is_none() && (repo.is_some() || seen.unknown);
+    let outcome =
+        super::delta::git_outcome_of(repo.as_ref(), tree, head_before.as_deref(), &baseline);
+    // The agent named the file its session is kept in, and wrote none: nothing was asked,
+    // unless a turn ended (its end-of-turn hook ran: a prompt was answered).
+    let no_session_file = marker.last_turn_at.is_none()
+        && marker.last_message.is_none()
+        && marker
+            .transcript_path
+            .as_deref()
+            .is_some_and(|p| !Path::new(p).exists());
+    let transcript = words(agent, session_id, &cwd, started, marker);
     let top = repo.as_ref().map(|r| r.top.clone());
     let own_edits = top
         .as_ref()

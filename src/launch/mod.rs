@@ -5,6 +5,7 @@
 pub mod attribution;
 pub mod capture;
 pub mod delta;
+pub mod freeze;
 pub mod hooked;
 pub mod modes;
 pub mod outcome;
@@ -15,10 +16,12 @@ pub mod pty;
 pub mod reconcile;
 pub mod record;
 pub mod registry;
+pub mod resume;
 pub mod session_id;
 pub mod signals;
 #[cfg(unix)]
 pub mod terminal;
+pub mod tmux;
 pub mod witness;
 
 use std::ffi::OsString;

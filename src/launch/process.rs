@@ -222,6 +222,45 @@ pub fn ancestors() -> Vec<(u32, String)> {
     out
 }
 
+/// Every process below `root` (not `root` itself), from each process's parent id in
+/// `/proc/<pid>/stat` (Linux; empty elsewhere), children before their own children.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses: split after the
+        // last `)`.
+        let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        parent_of.push((pid, ppid));
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(child, parent) in &parent_of {
+            if parent == p && !out.contains(&child) {
+                out.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    out
+}
+
 /// Programs that stand between an agent and the hook it runs (shells, `env`, `timeout`): the
 /// process that ran the hook is the first ancestor not named here.
 const GO_BETWEENS: &[&str] = &[
@@ -257,6 +296,30 @@ pub fn runner() -> Option<(u32, Option<String>)> {
 pub fn is_ancestor(pid: u32, token: Option<&str>) -> bool {
     ancestors().iter().any(|(p, _)| *p == pid)
         && token.is_none_or(|t| start_token(pid).as_deref() == Some(t))
+}
+
+/// The direct children of `pid` (Linux; empty elsewhere).
+pub fn children(pid: u32) -> Vec<u32> {
+    descendants(pid)
+        .into_iter()
+        .filter(|c| parent_of(*c) == Some(pid))
+        .collect()
+}
+
+/// The parent of `pid`.
+fn parent_of(pid: u32) -> Option<u32> {
+    name_and_parent(pid).map(|(_, parent)| parent)
+}
+
+/// Whether `pid` exists and is not a zombie (Linux: from `/proc`; elsewhere `kill(pid, 0)`).
+pub fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) if cfg!(target_os = "linux") => false,
+        Err(_) => pid_exists(pid) == Some(true),
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::time::Instant;
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::delta;
+use super::delta::{self, GitOutcome};
 use super::outcome;
 use super::plain::Exit;
 use super::process::{self, Liveness};
@@ -18,11 +18,8 @@ use crate::error::Result;
 use crate::export::{self, Target};
 use crate::fingerprint;
 use crate::git::{self, Detail, Repo, WorkTree};
-use crate::model::{CommitRef, FileState, FileStatus, Run, RunState, Session};
+use crate::model::{FileState, FileStatus, Run, RunState, Session};
 use crate::session::{Project, ops};
-
-/// At most this many commits are recorded for one run.
-pub const MAX_COMMITS: usize = 1000;
 
 /// What to do around the run.
 #[derive(Debug, Clone)]
@@ -39,13 +36,32 @@ pub struct Plan {
     pub cwd: std::path::PathBuf,
     /// Take the checkpoints before and after the run (false with `--no-checkpoint`).
     pub checkpoint: bool,
-    /// The agent whose context file gets the export before the run, if any.
-    pub export_to: Option<&'static Agent>,
+    /// Where the export before the run goes, if anywhere (`export::delivery::for_run`).
+    pub export: Option<Target>,
     /// The capture path relative to the project root, when output is captured.
     pub capture: Option<String>,
     /// The agent's session id when it is known before the run (a resumed session).
     pub agent_session_id: Option<String>,
+    /// The session id the launcher chose for a new session (`--session-id`): recorded from
+    /// the start, and kept after the run only if the agent's store confirms it.
+    pub chosen: Option<String>,
+    /// The user's arguments for the agent (what followed its name), for a later restore.
+    pub user_args: Vec<String>,
+    /// The `pas-agent run` options a restore starts it with again (`--mcp`, …).
+    pub options: Vec<String>,
+    /// The terminal's size at the start, when it runs in one.
+    pub terminal: Option<registry::Size>,
+    /// Where in tmux it runs, when it does.
+    pub tmux: Option<registry::TmuxPlace>,
+    /// The frozen run this run restores (`pas-agent restore`).
+    pub restoring: Option<super::freeze::Token>,
 }
+
+/// The run record's key naming the frozen run a run restores.
+pub const RESTORED_FROM_KEY: &str = "restored_from";
+/// The run record's key saying what ended the run, when it was not the agent itself
+/// (`freeze`: `pas-agent freeze`).
+pub const ENDED_BY_KEY: &str = "ended_by";
 
 /// A run that has been recorded as started.
 #[derive(Debug)]
@@ -82,6 +98,8 @@ pub struct Finished {
     /// Why no agent session id is recorded though sessions were found (also kept in the run
     /// record as `agent_session_note`).
     pub session_note: Option<String>,
+    /// `pas-agent freeze` ended the agent.
+    pub frozen: bool,
 }
 
 /// The key under which a run record keeps why it has no agent session id.
@@ -117,14 +135,25 @@ fn running_record(
         head_after: None,
         commits: Vec::new(),
         files_changed: Vec::new(),
-        agent_session_id: plan.agent_session_id.clone(),
+        agent_session_id: plan.agent_session_id.clone().or(plan.chosen.clone()),
         checkpoint_before: None,
         checkpoint_after: None,
         capture: plan.capture.clone(),
         baseline: None,
         result: None,
         transcript: None,
-        extra: Default::default(),
+        extra: plan
+            .restoring
+            .as_ref()
+            .map(|t| {
+                let mut extra = crate::model::Extra::new();
+                extra.insert(
+                    RESTORED_FROM_KEY.into(),
+                    serde_json::Value::String(t.run_id.to_string()),
+                );
+                extra
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -141,9 +170,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     let now = Utc::now();
     let run_id = plan.run_id;
     let nonce = Uuid::new_v4().simple().to_string();
-    let target = plan
-        .export_to
-        .map(|a| Target::new(project, a, None, &plan.cwd));
+    let target = plan.export.clone();
     // Room for the after-record, should the agent fill the disk (see `outcome`); taken before
     // the record says `running`, so the agent starts as soon after that as it did without.
     let session_len = std::fs::metadata(project.session_path()).map_or(0, |m| m.len());
@@ -204,8 +231,23 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     let (number, baseline, export, others, taken, session_id, run) =
         recorded.inspect_err(|_| outcome::clear(&project.root, &run_id))?;
     if let Some(run) = run {
-        let entry = registry::Entry::of(&run, &project.root, session_id);
-        if let Err(e) = registry::Registry::open().and_then(|r| r.add(entry)) {
+        let mut entry = registry::Entry::of(&run, &project.root, session_id);
+        entry.args = Some(plan.user_args.clone());
+        entry.options = plan.options.clone();
+        entry.terminal = plan.terminal;
+        entry.tmux = plan.tmux.clone();
+        let added = registry::Registry::open().and_then(|r| match &plan.restoring {
+            Some(token) => super::freeze::take_over(&r, token, entry).map(|taken| {
+                if let Err(why) = taken {
+                    crate::term::warn(&format!(
+                        "this run does not take the place of frozen run {}: {why}",
+                        &token.run_id.simple().to_string()[..8]
+                    ));
+                }
+            }),
+            None => r.add(entry),
+        });
+        if let Err(e) = added {
             crate::term::warn(&format!("the run is not in the machine-wide registry: {e}"));
         }
     }
@@ -264,23 +306,6 @@ fn note_written(repo: &Repo, path: &Path, created: bool, baseline: &mut Vec<File
     }
 }
 
-fn exists(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok()
-}
-
-/// What git says a run did, from its start (HEAD and changed files then) to now.
-#[derive(Debug, Clone, Default)]
-pub struct GitOutcome {
-    /// The work tree now, with fingerprints; `None` outside git or when git failed.
-    pub tree: Option<WorkTree>,
-    /// Full commit id of HEAD now; `None` outside git or before the first commit.
-    pub head_after: Option<String>,
-    /// Commits from `head_before` to `head_after`, oldest first, at most [`MAX_COMMITS`].
-    pub commits: Vec<CommitRef>,
-    /// Files whose content or status changed since the start, committed changes included.
-    pub files_changed: Vec<FileState>,
-}
-
 /// Compares the work tree now with a run's start: `head_before` and `baseline` (the files that
 /// differed from HEAD then, with fingerprints). Git failures are warnings; what could not be
 /// read stays empty.
@@ -289,57 +314,7 @@ pub fn git_outcome(
     head_before: Option<&str>,
     baseline: &[FileState],
 ) -> GitOutcome {
-    git_outcome_of(repo, live_tree(repo), head_before, baseline)
-}
-
-/// [`git_outcome`] with the work tree as it is now, `tree`, read already by the caller.
-pub fn git_outcome_of(
-    repo: Option<&Repo>,
-    tree: Option<WorkTree>,
-    head_before: Option<&str>,
-    baseline: &[FileState],
-) -> GitOutcome {
-    let head_after = tree.as_ref().and_then(|t| t.head.commit.clone());
-    let (commits, committed) = match (repo, &head_after) {
-        (Some(repo), Some(after)) if head_before != Some(after.as_str()) => {
-            let commits = repo
-                .commits_between(head_before, after, MAX_COMMITS)
-                .unwrap_or_else(|e| {
-                    crate::term::warn(&format!("{e}; commits of this run not recorded"));
-                    Vec::new()
-                });
-            let mut changes = repo.tree_changes(head_before, after).unwrap_or_else(|e| {
-                crate::term::warn(&format!("{e}; committed files of this run not recorded"));
-                Vec::new()
-            });
-            // A commit that took pas-agent's export along changed nothing of the agent's there.
-            changes.retain(|c| !repo.only_block_committed(head_before, after, c));
-            (commits, changes)
-        }
-        _ => (Vec::new(), Vec::new()),
-    };
-    let files_changed = match (repo, &tree) {
-        (Some(repo), Some(tree)) => {
-            // A baseline read back from the session may hold anything: a path that is not a
-            // portable path inside the work tree is no file of this repository, and is left out.
-            let baseline: Vec<FileState> = baseline
-                .iter()
-                .filter(|f| repo.portable(&f.path))
-                .cloned()
-                .collect();
-            delta::files_changed(&baseline, &tree.files, &committed, |p| {
-                let abs = repo.abs(p)?;
-                exists(&abs).then(|| fingerprint::of_path(&abs))
-            })
-        }
-        _ => Vec::new(),
-    };
-    GitOutcome {
-        tree,
-        head_after,
-        commits,
-        files_changed,
-    }
+    delta::git_outcome_of(repo, live_tree(repo), head_before, baseline)
 }
 
 /// How long reading the agent's transcripts after a run may take in all; past it the run is
@@ -477,6 +452,10 @@ pub fn finish(
     // not known yet (see `attribution`).
     let live = super::hooked::in_progress(project, None);
     let top = started.repo.as_ref().map(|r| r.top.clone());
+    // `pas-agent freeze` ended it (the registry says so while it holds the entry).
+    let frozen = registry::Registry::open()
+        .and_then(|r| r.get(run_id))
+        .is_ok_and(|e| e.is_some_and(|e| e.state == registry::State::Freezing));
     // The agent's outcome is known only now: wait longer for the lock than a command would,
     // rather than lose it.
     let patience = crate::session::lock::timeout().max(AFTER_RECORD_LOCK_WAIT);
@@ -593,6 +572,15 @@ pub fn finish(
         run.checkpoint_after = checkpoint_after.flatten();
         if session_id.is_some() {
             run.agent_session_id = session_id;
+        } else if plan.agent_session_id.is_none() {
+            // An id chosen at the start that the agent's store does not hold is not its.
+            run.agent_session_id = None;
+        }
+        if frozen {
+            run.extra.insert(
+                ENDED_BY_KEY.into(),
+                serde_json::Value::String("freeze".into()),
+            );
         }
         if let Some(t) = words.for_session(run.agent_session_id.as_deref()) {
             run.transcript = Some(t);
@@ -657,6 +645,7 @@ pub fn finish(
             run,
             number: index + 1,
             session_note,
+            frozen,
         })
     };
     let finished = match project.modify_within(patience, apply) {

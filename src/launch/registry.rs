@@ -1,7 +1,15 @@
-//! The machine-wide registry of live runs (the seeds' "framework session"): one small JSON file
-//! listing every `pas-agent run` in progress on this machine, across projects, so that
-//! `pas-agent runs --all` can show them and a crashed launcher is found even when nobody
-//! visits its project again.
+//! The machine-wide registry of runs: one small JSON file listing every `pas-agent run` in
+//! progress on this machine, across projects, and every run frozen to be restored later
+//! (docs/freeze.md), so that `pas-agent runs --all` can show them, a crashed launcher is found
+//! even when nobody visits its project again, and `pas-agent restore` knows what to bring back.
+//!
+//! Each entry is in one of five states ([`State`]): `live` (a launcher runs it), `freezing`,
+//! `frozen`, `restoring` and `aborting`. Every change of state is one guarded transition under
+//! the lock: one that does not apply (the entry is gone, in another state, or leased by someone
+//! else) is refused and writes nothing ([`Registry::apply`]). `freezing`, `restoring` and
+//! `aborting` are held by a [`Lease`] (a nonce and the coordinator's process): only the holder
+//! of the nonce moves the entry on, and [`super::reconcile`] settles a leased entry only once
+//! its holder is provably gone and the lease is older than [`LEASE_GRACE`].
 //!
 //! Where: `$PAS_AGENT_STATE_DIR`, else `$XDG_STATE_HOME/pas-agent`, else
 //! `~/.local/state/pas-agent` (the XDG base directory default for state). Files: `runs.json`
@@ -13,16 +21,17 @@
 //!
 //! Shape (`schema_version` 1; unknown fields are kept):
 //! `{"schema_version": 1, "runs": [{"run_id", "project", "session_id", "agent", "argv", "cwd",
-//! "started_at", "launcher_pid", "launcher_started", "nonce"}]}` — `project` is the session
-//! root, `session_id` the pas-agent session's id, the rest as in the run record (docs/launcher.md).
+//! "started_at", "launcher_pid", "launcher_started", "nonce", …}]}` — `project` is the session
+//! root, `session_id` the pas-agent session's id, the rest as in the run record (docs/launcher.md);
+//! the fields of [`Entry`] after `nonce` are written only when set (docs/freeze.md lists them).
 //!
-//! Adding and removing a run's entry is atomic but not `fsync`ed
+//! Adding and removing a live run's entry is atomic but not `fsync`ed
 //! ([`crate::fsutil::WriteGuard::write_volatile`]): a power cut can lose the last change, and
 //! costs nothing that counts — every launcher is gone after a reboot, and the session's own
-//! record, written durably, is what the next command in the project reconciles. Only an outcome
-//! kept here because the project's disk was full ([`Registry::keep_outcome`]) is written
-//! durably. So a bare `pas-agent run` makes one durable write before the agent starts (the
-//! session) and one after.
+//! record, written durably, is what the next command in the project reconciles. What must
+//! survive a reboot is written durably: an outcome kept here because the project's disk was
+//! full ([`Registry::keep_outcome`]), and every transition into or out of `frozen`. So a bare
+//! `pas-agent run` makes one durable write before the agent starts (the session) and one after.
 //!
 //! The registry is a convenience: when it cannot be read or written the launcher warns and the
 //! run goes on (the session's own record is what counts). An empty or half-written file (a
@@ -55,6 +64,159 @@ pub const MAX_BYTES: u64 = crate::limits::REGISTRY.bytes;
 /// ([`super::outcome::Pending`]); such an entry stays until the outcome is recorded.
 pub const OUTCOME_FIELD: &str = "outcome";
 
+/// A lease younger than this is left alone by [`super::reconcile`], whatever its holder's
+/// liveness: a coordinator that has only just taken it may not be visible yet.
+pub const LEASE_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The directory under the registry's holding frozen runs' captures (`frozen/<run id>/`).
+pub const FROZEN_DIR: &str = "frozen";
+
+/// Where an entry is in the freeze/restore lifecycle (docs/freeze.md, "States").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum State {
+    /// A launcher runs it (or ran it: its liveness says which).
+    #[default]
+    Live,
+    /// `pas-agent freeze` is ending its agent; leased.
+    Freezing,
+    /// Its agent was ended (or its launcher died) and it can be restored.
+    Frozen,
+    /// `pas-agent restore` is bringing it back; leased.
+    Restoring,
+    /// A restore failed and is being undone; leased by the failed attempt.
+    Aborting,
+    /// A state written by a newer pas-agent, kept as is and left alone.
+    Other(String),
+}
+
+impl State {
+    /// The name stored in the registry and shown by `runs --all`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            State::Live => "live",
+            State::Freezing => "freezing",
+            State::Frozen => "frozen",
+            State::Restoring => "restoring",
+            State::Aborting => "aborting",
+            State::Other(s) => s,
+        }
+    }
+
+    /// Whether an operation is in flight (the entry is leased).
+    pub fn transitional(&self) -> bool {
+        matches!(self, State::Freezing | State::Restoring | State::Aborting)
+    }
+
+    fn is_live(&self) -> bool {
+        *self == State::Live
+    }
+}
+
+impl Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for State {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(match s.as_str() {
+            "live" => State::Live,
+            "freezing" => State::Freezing,
+            "frozen" => State::Frozen,
+            "restoring" => State::Restoring,
+            "aborting" => State::Aborting,
+            _ => State::Other(s),
+        })
+    }
+}
+
+/// An operation's hold on an entry: only the coordinator that knows `nonce` moves it on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lease {
+    /// A random value only the coordinator knows.
+    pub nonce: String,
+    /// The coordinator's process id.
+    pub pid: u32,
+    /// Its start token ([`crate::launch::process`]), to tell it from a later process with the
+    /// same pid.
+    #[serde(default)]
+    pub started: Option<String>,
+    /// When the lease was taken; RFC 3339 UTC.
+    pub at: DateTime<Utc>,
+}
+
+impl Lease {
+    /// A new lease held by this process.
+    pub fn mine() -> Lease {
+        Lease {
+            nonce: Uuid::new_v4().simple().to_string(),
+            pid: std::process::id(),
+            started: process::own_start_token(),
+            at: Utc::now(),
+        }
+    }
+
+    /// Whether [`super::reconcile`] must leave the entry alone: its holder runs (or cannot be
+    /// judged), or the lease is younger than [`LEASE_GRACE`].
+    pub fn held(&self, now: DateTime<Utc>) -> bool {
+        let young = now
+            .signed_duration_since(self.at)
+            .to_std()
+            .map_or(true, |age| age < LEASE_GRACE);
+        young || process::liveness(Some(self.pid), self.started.as_deref()) != Liveness::Dead
+    }
+}
+
+/// The size of the terminal a run had, in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Size {
+    /// Columns.
+    pub cols: u16,
+    /// Rows.
+    pub rows: u16,
+}
+
+/// Where in tmux a run ran (`man tmux`, FORMATS: `session_name`, `window_name`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TmuxPlace {
+    /// The server's socket path (the first field of `$TMUX`).
+    pub socket: String,
+    /// The pane's id (`$TMUX_PANE`, `%3`).
+    pub pane: String,
+    /// The session's name.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The window's name.
+    #[serde(default)]
+    pub window: Option<String>,
+    /// The window's index in its session.
+    #[serde(default)]
+    pub window_index: Option<u32>,
+    /// The pane's index in its window.
+    #[serde(default)]
+    pub pane_index: Option<u32>,
+}
+
+/// What a frozen entry keeps for its restore.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Frozen {
+    /// When it was frozen (or found with its launcher gone); RFC 3339 UTC.
+    pub at: DateTime<Utc>,
+    /// `freeze` (by `pas-agent freeze`) or `crash` (its launcher ended without one: a crash,
+    /// a reboot, a kill).
+    pub cause: String,
+    /// The agent's arguments for the restore: those it was started with, without one-shot
+    /// prompts, one-shot modes and session choices ([`crate::agents::args::ArgShape`]).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The directory holding a copy of the run's capture (`capture.txt`, `capture.ansi`),
+    /// deleted when a restore is verified.
+    #[serde(default)]
+    pub capture: Option<String>,
+}
+
 /// One live run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -81,6 +243,45 @@ pub struct Entry {
     /// A copy of the run record's `nonce`, the token only its launcher knows.
     #[serde(default)]
     pub nonce: Option<String>,
+    /// Where it is in the freeze/restore lifecycle (not written while `live`).
+    #[serde(default, skip_serializing_if = "State::is_live")]
+    pub state: State,
+    /// The operation holding it, in a transitional state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Lease>,
+    /// The agent's own session id, once known (chosen or resumed at the start; learned at a
+    /// freeze or after a crash otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session_id: Option<String>,
+    /// The arguments the user gave the agent (what followed its name), before pas-agent's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// The `pas-agent run` options to start it with again (`--mcp`, `--no-checkpoint`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// The size of its terminal at the start (or at the freeze, in tmux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<Size>,
+    /// Where in tmux it ran, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux: Option<TmuxPlace>,
+    /// What a frozen entry keeps for its restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frozen: Option<Frozen>,
+    /// For a run that restored a frozen one: that run's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_from: Option<Uuid>,
+    /// For a run that restored a frozen one: `pending` until the restore is settled, then
+    /// `verified` (the agent was seen in the session asked for) or `unverified`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<String>,
+    /// The session id the agent's own session-start hook reported for it (`pas-agent
+    /// integrate`), the strongest evidence for a restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_ack: Option<String>,
+    /// Why the last restore of a frozen entry failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
     /// Fields this build does not know, written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
@@ -100,8 +301,30 @@ impl Entry {
             launcher_pid: run.launcher_pid,
             launcher_started: run.launcher_started.clone(),
             nonce: run.nonce.clone(),
+            state: State::Live,
+            lease: None,
+            agent_session_id: run.agent_session_id.clone(),
+            args: None,
+            options: Vec::new(),
+            terminal: None,
+            tmux: None,
+            frozen: None,
+            restored_from: None,
+            restore: None,
+            restore_ack: None,
+            last_error: None,
             extra: Extra::new(),
         }
+    }
+
+    /// Whether `lease` is this entry's (same nonce).
+    pub fn leased_by(&self, nonce: &str) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.nonce == nonce)
+    }
+
+    /// The run's id as shown and typed: its first 8 hexadecimal digits.
+    pub fn short_id(&self) -> String {
+        self.run_id.simple().to_string()[..8].to_string()
     }
 
     /// The outcome kept here for its project, if any, as stored (read by
@@ -223,6 +446,23 @@ impl Registry {
     /// `durable`: written with `fsync` ([`WriteGuard::write`]) or without
     /// ([`WriteGuard::write_volatile`]).
     fn modify<T>(&self, durable: bool, change: impl FnOnce(&mut Vec<Entry>) -> T) -> Result<T> {
+        match self.apply(durable, |runs| {
+            Ok::<T, std::convert::Infallible>(change(runs))
+        })? {
+            Ok(out) => Ok(out),
+        }
+    }
+
+    /// A guarded transition: under the registry lock, `change` either changes the entries and
+    /// returns `Ok`, which is saved atomically, or refuses with `Err(why)`, and then nothing is
+    /// written at all (the file, its inode and its time stay as they were).
+    ///
+    /// Errors (outer): the registry cannot be locked, read or written.
+    pub fn apply<T, E>(
+        &self,
+        durable: bool,
+        change: impl FnOnce(&mut Vec<Entry>) -> std::result::Result<T, E>,
+    ) -> Result<std::result::Result<T, E>> {
         create_private_dir(&self.dir)?;
         let _guard = lock::acquire_file(&self.dir.join(LOCK))?;
         let path = self.file();
@@ -240,7 +480,10 @@ impl Registry {
             }
             Err(e) => return Err(e),
         };
-        let out = change(&mut file.runs);
+        let out = match change(&mut file.runs) {
+            Ok(out) => out,
+            Err(refused) => return Ok(Err(refused)),
+        };
         file.schema_version = 1;
         let mut bytes = serde_json::to_vec_pretty(&file)
             .map_err(|e| Error::Message(format!("cannot encode the run registry: {e}")))?;
@@ -259,7 +502,7 @@ impl Registry {
             guard.write_volatile(&path, &bytes, Named::ByUs, Links::Replace)
         };
         written.map_err(|e| Error::write(&path, e))?;
-        Ok(out)
+        Ok(Ok(out))
     }
 
     /// Adds (or replaces) the entry for a run.
@@ -284,17 +527,87 @@ impl Registry {
         })
     }
 
-    /// Removes the entries of these runs; returns how many were there.
+    /// Removes the `live` entries of these runs (a launcher done with its run); an entry being
+    /// frozen, or frozen, stays. Returns how many were removed; nothing is written when none.
     pub fn remove(&self, run_ids: &[Uuid]) -> Result<usize> {
         if run_ids.is_empty() {
             return Ok(0);
         }
-        self.modify(false, |runs| {
+        let removed = self.apply(false, |runs| {
             let before = runs.len();
-            runs.retain(|e| !run_ids.contains(&e.run_id));
-            before - runs.len()
+            runs.retain(|e| !(run_ids.contains(&e.run_id) && e.state.is_live()));
+            match before - runs.len() {
+                0 => Err(()),
+                n => Ok(n),
+            }
+        })?;
+        Ok(removed.unwrap_or(0))
+    }
+
+    /// The entry of run `run_id`, as last written.
+    ///
+    /// Errors: as [`Registry::entries`].
+    pub fn get(&self, run_id: Uuid) -> Result<Option<Entry>> {
+        Ok(self.entries()?.into_iter().find(|e| e.run_id == run_id))
+    }
+
+    /// One guarded transition of entry `run_id`: `change` sees the entry (refusing with why
+    /// not, or changing it); a missing entry is refused. Durable: transitions of the
+    /// freeze/restore lifecycle must survive a reboot.
+    pub fn transition<T>(
+        &self,
+        run_id: Uuid,
+        change: impl FnOnce(&mut Entry) -> std::result::Result<T, String>,
+    ) -> Result<std::result::Result<T, String>> {
+        self.apply(true, |runs| {
+            let entry = runs
+                .iter_mut()
+                .find(|e| e.run_id == run_id)
+                .ok_or_else(|| "it is no longer in the run registry".to_string())?;
+            change(entry)
         })
     }
+
+    /// The directory keeping a frozen run's capture.
+    pub fn frozen_dir(&self, run_id: Uuid) -> PathBuf {
+        self.dir.join(FROZEN_DIR).join(run_id.to_string())
+    }
+
+    /// Removes entry `run_id` in whatever state (`restore --drop`), with its frozen capture.
+    /// Returns the entry that was removed.
+    ///
+    /// Errors: the registry cannot be read or written.
+    pub fn drop_entry(&self, run_id: Uuid) -> Result<Option<Entry>> {
+        let dropped = self.apply(true, |runs| {
+            let at = runs.iter().position(|e| e.run_id == run_id).ok_or(())?;
+            Ok::<Entry, ()>(runs.remove(at))
+        })?;
+        let dropped = dropped.ok();
+        if dropped.is_some() {
+            self.remove_capture(run_id);
+        }
+        Ok(dropped)
+    }
+
+    /// Deletes a frozen run's capture copy, if any (missing is fine).
+    pub fn remove_capture(&self, run_id: Uuid) {
+        let dir = self.frozen_dir(run_id);
+        if let Err(e) = std::fs::remove_dir_all(&dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            crate::term::warn(&format!("could not delete {}: {e}", dir.display()));
+        }
+    }
+}
+
+/// Creates the directory for a frozen run's capture, private (0700 like the registry's).
+///
+/// Errors: it cannot be created.
+pub fn create_frozen_dir(reg: &Registry, run_id: Uuid) -> Result<PathBuf> {
+    create_private_dir(&reg.dir.join(FROZEN_DIR))?;
+    let dir = reg.frozen_dir(run_id);
+    create_private_dir(&dir)?;
+    Ok(dir)
 }
 
 /// Creates `dir` (and parents) with mode 0700 for the last component.
@@ -335,6 +648,18 @@ mod tests {
             launcher_pid: Some(std::process::id()),
             launcher_started: process::own_start_token(),
             nonce: Some("n".into()),
+            state: State::Live,
+            lease: None,
+            agent_session_id: None,
+            args: None,
+            options: Vec::new(),
+            terminal: None,
+            tmux: None,
+            frozen: None,
+            restored_from: None,
+            restore: None,
+            restore_ack: None,
+            last_error: None,
             extra: Extra::new(),
         }
     }

@@ -257,6 +257,13 @@ fn slack() -> chrono::Duration {
     chrono::Duration::from_std(SLACK).unwrap_or_default()
 }
 
+/// What the agent's store says of a run still going (a freeze) or cut short (a crash): the
+/// sessions of its directory that started between its start and `run.ended` (now), one held
+/// open by its processes being sure; only ids of the agent's shape. Settle with [`choose`].
+pub fn from_store(run: &RunFacts<'_>) -> Found {
+    read_store(run).of_shape(run.agent.id_shape)
+}
+
 /// The sessions of the run's directory that the agent's store says started during the run.
 fn read_store(run: &RunFacts<'_>) -> Found {
     let Some(store) = run.agent.store else {

@@ -68,10 +68,11 @@ impl Witness {
     }
 }
 
-/// The files under `store` that descendants of process `root` hold open now.
-fn open_under(root: u32, store: &Path) -> BTreeSet<PathBuf> {
+/// The files under `store` that descendants of process `root` hold open now (canonical paths,
+/// as `/proc` shows them).
+pub fn open_under(root: u32, store: &Path) -> BTreeSet<PathBuf> {
     let mut out = BTreeSet::new();
-    for pid in descendants(root) {
+    for pid in super::process::descendants(root) {
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
             continue;
         };
@@ -80,45 +81,6 @@ fn open_under(root: u32, store: &Path) -> BTreeSet<PathBuf> {
                 && target.starts_with(store)
             {
                 out.insert(target);
-            }
-        }
-    }
-    out
-}
-
-/// Every process below `root` (not `root` itself), from each process's parent id in
-/// `/proc/<pid>/stat`.
-fn descendants(root: u32) -> Vec<u32> {
-    let mut parent_of: Vec<(u32, u32)> = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid …`; comm may hold spaces and parentheses: split after the
-        // last `)`.
-        let Some(ppid) = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        parent_of.push((pid, ppid));
-    }
-    let mut out = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for &(child, parent) in &parent_of {
-            if parent == p && !out.contains(&child) {
-                out.push(child);
-                frontier.push(child);
             }
         }
     }

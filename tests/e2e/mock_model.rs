@@ -1,13 +1,18 @@
-//! A small mock of three model APIs on 127.0.0.1 (port 0, one per test), so the real agent
+//! A small mock of four model APIs on 127.0.0.1 (port 0, one per test), so the real agent
 //! CLIs run offline: the Anthropic Messages API (`POST /v1/messages`, streamed as server-sent
-//! events or as one JSON message), the OpenAI Responses API (`POST /v1/responses`, SSE), and
-//! the Gemini API (`POST /v1beta/models/<m>:generateContent`, `:streamGenerateContent?alt=sse`,
-//! `:countTokens`). Every request is kept, body included, for the test to inspect.
+//! events or as one JSON message), the OpenAI Responses API (`POST /v1/responses`, SSE), the
+//! OpenAI Chat Completions API (`POST /v1/chat/completions`, streamed or not, and `GET
+//! /v1/models`), and the Gemini API (`POST /v1beta/models/<m>:generateContent`,
+//! `:streamGenerateContent?alt=sse`, `:countTokens`). Every request is kept, body included, for
+//! the test to inspect; any other path is a 404 (what Factory droid's service calls get).
 //!
 //! The replies are the minimum each client accepts, with the event names and fields of the
-//! public API references. One scripted behaviour: when a Messages request offers Claude's
+//! public API references. Scripted behaviours: when a Messages request offers Claude's
 //! `Write` tool and carries no tool result yet, the reply is a `tool_use` that writes
-//! [`Mock::claude_write`]'s file.
+//! [`Mock::claude_write`]'s file; when a Chat Completions request's last message is a user
+//! message holding [`WRITE_MARK`] or [`RUN_MARK`], the reply calls the agent's own tool that
+//! writes a file or runs a command (found among the tools it offers, by name), and a request
+//! without tools gets an aider edit block instead.
 
 #![allow(dead_code)]
 
@@ -21,6 +26,18 @@ use crate::common::Sandbox;
 
 /// The text every reply carries.
 pub const REPLY: &str = "Mock reply from the test model.";
+
+/// In a Chat Completions prompt: `PAS-WRITE <absolute path>` makes the reply call the agent's
+/// tool that writes a file, with [`WRITTEN`] as the content.
+pub const WRITE_MARK: &str = "PAS-WRITE";
+/// In a Chat Completions prompt: the reply calls the agent's shell tool with [`RUN_COMMAND`].
+pub const RUN_MARK: &str = "PAS-RUN";
+/// The content the write tool is given.
+pub const WRITTEN: &str = "written by the agent\n";
+/// The command the shell tool is given (it fails with exit code 2).
+pub const RUN_COMMAND: &str = "ls /nonexistent-pas-agent";
+/// The model id Chat Completions replies name and `/v1/models` lists first.
+pub const CHAT_MODEL: &str = "mock-model";
 
 /// One request the mock received.
 #[derive(Debug, Clone)]
@@ -100,13 +117,13 @@ impl Mock {
         ]
     }
 
-    /// Points Gemini CLI in `sb` at this mock: API-key auth in its settings, the mock's URL
-    /// and key in the environment, the work directory trusted.
+    /// Points Gemini CLI in `sb` at this mock: API-key auth and no auto-update in its
+    /// settings, the mock's URL and key in the environment, the work directory trusted.
     pub fn point_gemini_at_me(&self, sb: &mut Sandbox) {
         std::fs::create_dir_all(sb.home.join(".gemini")).unwrap();
         std::fs::write(
             sb.home.join(".gemini/settings.json"),
-            r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+            r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false}}"#,
         )
         .unwrap();
         sb.env.extend([
@@ -243,6 +260,18 @@ fn sse(events: &[(&str, Value)]) -> String {
 
 fn respond(req: &Request, state: &Mutex<State>) -> (&'static str, &'static str, String) {
     let path = req.path.as_str();
+    if req.method == "GET" && path.split('?').next().unwrap_or(path).ends_with("/models") {
+        let ids = [CHAT_MODEL, "gpt-4.1", "gpt-4o"];
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"id": id, "object": "model", "created": 1, "owned_by": "mock"}))
+            .collect();
+        return (
+            "200 OK",
+            "application/json",
+            json!({"object": "list", "data": data}).to_string(),
+        );
+    }
     if req.method != "POST" {
         return ("404 Not Found", "text/plain", String::new());
     }
@@ -259,6 +288,14 @@ fn respond(req: &Request, state: &Mutex<State>) -> (&'static str, &'static str, 
     }
     if path.starts_with("/v1/messages") {
         return anthropic(&body, &req.body, state);
+    }
+    if path
+        .split('?')
+        .next()
+        .unwrap_or(path)
+        .ends_with("/chat/completions")
+    {
+        return chat_completions(&body);
     }
     if path.starts_with("/v1/responses") {
         return ("200 OK", "text/event-stream", openai_responses());
@@ -392,6 +429,165 @@ fn openai_responses() -> String {
             json!({"type": "response.completed", "response": response("completed", json!([item]))}),
         ),
     ])
+}
+
+/// Tool names an agent's file-writing tool goes by (Copilot, Qwen Code, Factory droid, the
+/// Continue CLI, pi, Kilo), tried in this order.
+const WRITE_TOOLS: &[&str] = &["create", "write_file", "Create", "Write", "write"];
+/// Tool names of an agent's shell tool, tried in this order.
+const SHELL_TOOLS: &[&str] = &["bash", "run_shell_command", "Execute", "Bash", "shell"];
+
+/// The text of a Chat Completions message's content (a string, or parts with `text`).
+fn chat_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Arguments for `function` (a tool's `function` object) from its JSON schema: the path and
+/// content for a write, the command for a shell; any other required one a placeholder.
+fn tool_args(function: &Value, write: Option<&str>) -> Value {
+    let params = &function["parameters"];
+    let required: Vec<&str> = params["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut args = serde_json::Map::new();
+    for (name, spec) in params["properties"].as_object().into_iter().flatten() {
+        let lower = name.to_ascii_lowercase();
+        let value = match write {
+            Some(path) if lower.contains("path") || lower == "file" || lower == "filename" => {
+                json!(path)
+            }
+            Some(_) if ["content", "file_text", "text", "contents"].contains(&lower.as_str()) => {
+                json!(WRITTEN)
+            }
+            None if ["command", "cmd"].contains(&lower.as_str()) => json!(RUN_COMMAND),
+            None if lower == "description" || lower == "summary" => json!("a command"),
+            None if lower == "risklevel" => json!("low"),
+            None if lower == "risklevelreason" => json!("read-only listing"),
+            _ if required.contains(&name.as_str()) => match spec["enum"].get(0) {
+                Some(first) => first.clone(),
+                None => match spec["type"].as_str() {
+                    Some("boolean") => json!(false),
+                    Some("integer") | Some("number") => json!(1),
+                    Some("array") => json!([]),
+                    Some("object") => json!({}),
+                    _ => json!("x"),
+                },
+            },
+            _ => continue,
+        };
+        args.insert(name.clone(), value);
+    }
+    Value::Object(args)
+}
+
+/// The tool call a Chat Completions request asks for by the marks in its last message, if any:
+/// `(name, arguments)`; or, when it offers no tools (aider edits through text), the edit block
+/// that writes the file.
+fn chat_tool_call(body: &Value) -> Option<Result<(String, Value), String>> {
+    let messages = body["messages"].as_array()?;
+    let last = messages.last()?;
+    if last["role"] != "user" {
+        return None;
+    }
+    let text = chat_text(&last["content"]);
+    // The path: the word after the mark, without quotes (Kilo's `run` quotes its message).
+    let write = text.split_once(WRITE_MARK).map(|(_, rest)| {
+        rest.split_whitespace()
+            .next()
+            .unwrap_or("pas-written.txt")
+            .trim_matches(|c| c == '"' || c == '\'')
+            .to_string()
+    });
+    if write.is_none() && !text.contains(RUN_MARK) {
+        return None;
+    }
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    if tools.is_empty() {
+        // aider: a SEARCH/REPLACE block with an empty SEARCH creates the file.
+        let path = write?;
+        return Some(Err(format!(
+            "{REPLY}\n\n{path}\n```\n<<<<<<< SEARCH\n=======\n{WRITTEN}>>>>>>> REPLACE\n```\n"
+        )));
+    }
+    let names: &[&str] = if write.is_some() {
+        WRITE_TOOLS
+    } else {
+        SHELL_TOOLS
+    };
+    let function = names.iter().find_map(|n| {
+        tools
+            .iter()
+            .map(|t| &t["function"])
+            .find(|f| f["name"] == *n)
+    })?;
+    let name = function["name"].as_str()?.to_string();
+    Some(Ok((name, tool_args(function, write.as_deref()))))
+}
+
+/// A Chat Completions reply: a tool call when the request asks for one, else [`REPLY`]; as
+/// server-sent events when the request streams.
+fn chat_completions(body: &Value) -> (&'static str, &'static str, String) {
+    let model = body["model"].as_str().unwrap_or(CHAT_MODEL).to_string();
+    let usage = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+    let (message, finish) = match chat_tool_call(body) {
+        Some(Ok((name, args))) => (
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_mock_1", "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}}]}),
+            "tool_calls",
+        ),
+        Some(Err(text)) => (json!({"role": "assistant", "content": text}), "stop"),
+        None => (json!({"role": "assistant", "content": REPLY}), "stop"),
+    };
+    if body["stream"] != true {
+        let reply = json!({"id": "chatcmpl-mock", "object": "chat.completion", "created": 1, "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage});
+        return ("200 OK", "application/json", reply.to_string());
+    }
+    let chunk = |choices: Value, usage: Value| {
+        let mut c = json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 1, "model": model, "choices": choices});
+        if !usage.is_null() {
+            c["usage"] = usage;
+        }
+        format!("data: {c}\n\n")
+    };
+    let mut delta = message.clone();
+    if let Some(calls) = delta["tool_calls"].as_array_mut() {
+        for (i, call) in calls.iter_mut().enumerate() {
+            call["index"] = json!(i);
+        }
+    }
+    let mut out = chunk(
+        json!([{"index": 0, "delta": delta, "finish_reason": null}]),
+        Value::Null,
+    );
+    out.push_str(&chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": finish}]),
+        Value::Null,
+    ));
+    out.push_str(&chunk(json!([]), usage));
+    out.push_str("data: [DONE]\n\n");
+    ("200 OK", "text/event-stream", out)
+}
+
+/// The Chat Completions requests received so far, bodies as JSON.
+impl Mock {
+    pub fn chat_requests(&self) -> Vec<Value> {
+        self.model_requests("/chat/completions")
+            .into_iter()
+            .filter_map(|r| serde_json::from_str(&r.body).ok())
+            .collect()
+    }
 }
 
 fn gemini_reply() -> Value {

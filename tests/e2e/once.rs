@@ -389,7 +389,14 @@ fn interactive_codex_is_recorded_when_the_user_quits() {
     });
     let quit = chrono::Utc::now();
     term.keys(&["-l", "/quit"]);
-    term.keys(&["Enter"]);
+    term.wait_screen("› /quit");
+    // Codex's command popup can swallow an Enter that comes while it is drawn: press it
+    // until Codex exits.
+    wait_for("Codex to take /quit", || {
+        term.keys(&["Enter"]);
+        std::thread::sleep(Duration::from_millis(1000));
+        term.exit_file.exists().then_some(())
+    });
     assert_eq!(term.exit_code_only(), 0);
     // Recorded when the user quit: Codex's background server runs the session's end at once
     // (`thread_unload_delay_secs = 0`, which `integrate codex` writes), not a minute later.

@@ -699,7 +699,10 @@ fn a_context_file_that_imports_another_with_a_block_gets_no_second_block() {
         sb.write(file, &mine);
         sb.ok(&["update", "--next", "the current next step"]);
         let out = sb.ok(&["export", "--to", agent]);
-        assert!(out.contains("imports AGENTS.md"), "{out}");
+        assert!(
+            out.contains(&format!("reads AGENTS.md through the `@` import in {file}")),
+            "{out}"
+        );
         assert_eq!(sb.read(file), mine, "{file} got a second block");
         assert!(sb.read("AGENTS.md").contains("the current next step"));
         // `run` does the same.
@@ -719,7 +722,7 @@ fn a_context_file_that_imports_another_with_a_block_gets_no_second_block() {
 }
 
 #[test]
-fn blocks_an_agent_sees_through_imports_are_kept_current_together() {
+fn a_block_made_redundant_by_an_import_is_taken_out() {
     let sb = Sandbox::with_session();
     // CLAUDE.md with a block of its own, which later starts importing AGENTS.md.
     sb.ok(&["export", "--to", "claude"]);
@@ -728,24 +731,24 @@ fn blocks_an_agent_sees_through_imports_are_kept_current_together() {
     sb.ok(&["update", "--next", "the newest step"]);
     let out = sb.run(&["export", "--to", "codex"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let err = stderr(&out);
     assert!(
-        err.contains("Claude Code sees 2 pas-agent blocks") && err.contains("CLAUDE.md"),
-        "{err}"
+        stdout(&out).contains("Took the pas-agent block out of CLAUDE.md"),
+        "{}",
+        stdout(&out)
     );
-    let (a, c) = (sb.read("AGENTS.md"), sb.read("CLAUDE.md"));
-    assert!(c.starts_with("@AGENTS.md\n\n<!-- pas-agent:start"), "{c}");
-    assert_eq!(block_of(&a), block_of(&c));
-    assert!(block_of(&c).contains("the newest step"));
-    // And from the other side.
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    // Claude Code reads one block, the one in AGENTS.md, through the import.
+    assert_eq!(sb.read("CLAUDE.md"), "@AGENTS.md\n\n");
+    assert!(block_of(&sb.read("AGENTS.md")).contains("the newest step"));
+    // From Claude Code's side, the block stays where it is.
     sb.ok(&["update", "--next", "one more"]);
-    let err = stderr(&sb.run(&["export", "--to", "claude"]));
-    assert!(err.contains("sees 2 pas-agent blocks"), "{err}");
-    assert!(block_of(&sb.read("AGENTS.md")).contains("one more"));
-    assert_eq!(
-        block_of(&sb.read("AGENTS.md")),
-        block_of(&sb.read("CLAUDE.md"))
+    let out = sb.ok(&["export", "--to", "claude"]);
+    assert!(
+        out.contains("Updated the pas-agent block in AGENTS.md"),
+        "{out}"
     );
+    assert!(block_of(&sb.read("AGENTS.md")).contains("one more"));
+    assert_eq!(sb.read("CLAUDE.md"), "@AGENTS.md\n\n");
 }
 
 #[test]
