@@ -237,6 +237,12 @@ pub struct FileState {
     /// tool; the original ignores it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint_outside_block: Option<String>,
+    /// In a run's `files_changed` only: the file changed in the work tree during the run while
+    /// another run of the session was working in it too, and the run's own transcript does not
+    /// name it among the files its tools edited, so the change may be the other run's (an
+    /// addition of this tool; absent, meaning `false`, everywhere else).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub shared: bool,
     /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
@@ -250,6 +256,7 @@ impl FileState {
             status,
             fingerprint: None,
             fingerprint_outside_block: None,
+            shared: false,
             extra: Extra::new(),
         }
     }
@@ -395,6 +402,108 @@ impl<'de> Deserialize<'de> for RunState {
     }
 }
 
+/// [`Transcript::missing`] of a transcript read in full that holds no prompt or answer of
+/// the run.
+pub const NO_WORDS: &str = "the session holds no prompt or answer after the run started";
+
+/// What a run that did no work amounted to (`runs[].result`, docs/format.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunResult {
+    /// `failed_start`: the agent exited non-zero within [`FAILED_START_MS`] without an answer
+    /// from its model, a tool call, a commit or a changed file: it never got to work (no
+    /// authentication, an untrusted folder, a bad flag).
+    FailedStart,
+    /// `nothing_asked`: the agent's session holds no prompt and no answer, and nothing changed
+    /// (it was opened and closed).
+    NothingAsked,
+    /// A result written by a newer pas-agent, kept as is.
+    Other(String),
+}
+
+/// A run that exits non-zero within this many milliseconds (60 s) without doing anything
+/// failed to start. Failures to start take seconds (checked: Claude Code 2.1.197 not logged
+/// in 1.6 s, Codex 0.171.0 without a key 0.8 s, with a bad key 6.6 s, Gemini CLI 0.61.0 without
+/// authentication or in an untrusted folder 3-4 s, 16 s on a cold start).
+pub const FAILED_START_MS: u64 = 60_000;
+
+impl RunResult {
+    /// The name stored in `session.json`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            RunResult::FailedStart => "failed_start",
+            RunResult::NothingAsked => "nothing_asked",
+            RunResult::Other(s) => s,
+        }
+    }
+
+    /// How `runs` shows it in its state column.
+    pub fn label(&self) -> &str {
+        match self {
+            RunResult::FailedStart => "failed start",
+            RunResult::NothingAsked => "nothing asked",
+            RunResult::Other(s) => s,
+        }
+    }
+
+    /// What a finished run amounted to, judged from its record (exit code, duration, commits,
+    /// files, and the transcript read from the agent's store): `None` for a run that worked,
+    /// or that cannot be judged (no transcript: pas-agent does not read that agent's store,
+    /// or the run is still going).
+    pub fn of(run: &Run) -> Option<RunResult> {
+        RunResult::judged(run, false)
+    }
+
+    /// [`RunResult::of`], where `no_session_file` says the agent's store holds no file of the
+    /// run's session though the session is known (the path a hook's payload gave, or the id
+    /// pas-agent started it with): the agent wrote nothing, so nothing was asked.
+    pub fn judged(run: &Run, no_session_file: bool) -> Option<RunResult> {
+        let t = run.transcript.as_ref()?;
+        if run.state == RunState::Running {
+            return None;
+        }
+        let worked = !run.commits.is_empty()
+            || !run.files_changed.is_empty()
+            || !t.edits.is_empty()
+            || !t.commands.is_empty()
+            || t.last_answer.is_some();
+        if worked {
+            return None;
+        }
+        let quick = run.duration_ms.is_some_and(|ms| ms <= FAILED_START_MS);
+        match run.exit_code {
+            Some(code) if code != 0 && quick => Some(RunResult::FailedStart),
+            // A transcript read in full that holds no prompt; one with damaged entries or an
+            // error of the agent's own may have lost them, and says nothing.
+            Some(0) | None
+                if no_session_file
+                    || (t.source.is_some()
+                        && t.prompts.is_empty()
+                        && t.missing.as_deref().is_none_or(|m| m == NO_WORDS)) =>
+            {
+                Some(RunResult::NothingAsked)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for RunResult {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for RunResult {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(match s.as_str() {
+            "failed_start" => RunResult::FailedStart,
+            "nothing_asked" => RunResult::NothingAsked,
+            _ => RunResult::Other(s),
+        })
+    }
+}
+
 /// A commit made during a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitRef {
@@ -477,6 +586,12 @@ pub struct Run {
     /// after-record (or a later reconcile) computes `files_changed`. Dropped once finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Vec<FileState>>,
+    /// What the run amounted to, when it did no work: the agent failed to start, or nothing was
+    /// asked in its session ([`RunResult`]); absent for a run that worked (and for runs recorded
+    /// before this field existed). Such runs are listed by `runs` but left out of the block's
+    /// recent runs (an addition; the original ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<RunResult>,
     /// What the agent itself said during the run, read from its own session store after it
     /// exited ([`crate::agents::Agent::transcript`]): prompts, last answer, model, tokens, or why they are
     /// missing. Absent for programs whose store pas-agent does not read, for runs recorded
@@ -647,6 +762,54 @@ impl Transcript {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A finished run of `exit_code` that lasted `ms`, with `transcript`.
+    fn run_of(exit_code: Option<i64>, ms: u64, transcript: serde_json::Value) -> Run {
+        serde_json::from_value(serde_json::json!({
+            "id": "00000000-0000-4000-8000-000000000001", "agent": "claude-code",
+            "argv": ["claude"], "cwd": "/w", "state": "finished",
+            "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:00:03Z",
+            "duration_ms": ms, "exit_code": exit_code, "transcript": transcript,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_result_only_for_runs_that_did_no_work() {
+        let empty = serde_json::json!({"source": "/s.jsonl", "missing": NO_WORDS});
+        assert_eq!(
+            RunResult::of(&run_of(Some(1), 3000, empty.clone())),
+            Some(RunResult::FailedStart)
+        );
+        // A late failure is a run that failed, not a failed start.
+        assert_eq!(
+            RunResult::of(&run_of(Some(1), 120_000, empty.clone())),
+            None
+        );
+        assert_eq!(
+            RunResult::of(&run_of(Some(0), 3000, empty.clone())),
+            Some(RunResult::NothingAsked)
+        );
+        // Damaged entries may have held the prompt: nothing is said.
+        let damaged = serde_json::json!({"source": "/s.jsonl",
+            "missing": format!("{NO_WORDS} (2 entries of /s.jsonl could not be read)")});
+        assert_eq!(RunResult::of(&run_of(Some(0), 3000, damaged)), None);
+        // No store file read: nothing is known, unless the agent never wrote the file it named.
+        let unread = serde_json::json!({"missing": "the agent's session id is not known"});
+        assert_eq!(RunResult::of(&run_of(None, 3000, unread.clone())), None);
+        assert_eq!(
+            RunResult::judged(&run_of(None, 3000, unread), true),
+            Some(RunResult::NothingAsked)
+        );
+        // An answer, a command or an edit is work.
+        for worked in [
+            serde_json::json!({"source": "/s.jsonl", "last_answer": "done"}),
+            serde_json::json!({"source": "/s.jsonl", "commands": [{"command": "false", "exit_code": 1}]}),
+            serde_json::json!({"source": "/s.jsonl", "edits": ["a.rs"]}),
+        ] {
+            assert_eq!(RunResult::of(&run_of(Some(1), 3000, worked)), None);
+        }
+    }
 
     #[test]
     fn file_status_round_trips_known_and_unknown_forms() {

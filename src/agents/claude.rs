@@ -28,7 +28,10 @@
 //!     message's `id` and usage, so usage is counted once per run of lines with one `id`, and
 //!     the answer is the text of all the blocks of the last message that has text. Its
 //!     `tool_use` parts name the files written (`Write`, `Edit`, `MultiEdit`: `file_path`;
-//!     `NotebookEdit`: `notebook_path`) and the commands run (`Bash`: `command`).
+//!     `NotebookEdit`: `notebook_path`) and the commands run (`Bash`: `command`); the
+//!     `tool_result` part of a later user line with the call's `tool_use_id` says whether the
+//!     file was written (not when `is_error`: a call refused for want of permission) and gives
+//!     a command's exit code (`is_error` with `Exit code <n>`, else 0).
 //!
 //!   Other line types (`queue-operation`, `attachment`, `last-prompt`, `mode`, `summary`, …)
 //!   are skipped.
@@ -126,11 +129,13 @@ pub const AGENT: Agent = Agent {
         // Claude Code gives session-end hooks 1.5 s unless a handler asks for more, up to
         // 60 s (code.claude.com/docs/en/hooks).
         timeout: 30,
+        end_timeout: None,
         unit: Unit::Seconds,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
         approvals: None,
+        settings: &[],
         env_marker: None,
     }),
     mcp: Some(Mcp {
@@ -482,6 +487,9 @@ fn find(id: &str, hint: Option<&Path>) -> Option<PathBuf> {
 pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
     let mut c = Collector::default();
     let mut last_message: Option<String> = None;
+    // Files an edit tool call names, until its result says it wrote them (a call refused for
+    // want of permission writes nothing).
+    let mut writing: std::collections::HashMap<String, String> = Default::default();
     // The text blocks of the current message, one line each: its answer is all of them.
     let mut blocks: Vec<String> = Vec::new();
     json_lines(text, &mut c, |v, c| {
@@ -509,6 +517,16 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
                 .as_array()
                 .is_some_and(|parts| parts.iter().any(|p| p["type"] == "tool_result"));
             if is_tool_result {
+                for part in content.as_array().into_iter().flatten() {
+                    if let Some(id) = part["tool_use_id"].as_str() {
+                        c.exited(id, exit_code(part));
+                        if let Some(path) = writing.remove(id)
+                            && part["is_error"] != true
+                        {
+                            c.edited(&path);
+                        }
+                    }
+                }
                 return;
             }
             let text = text_of(content, &["text"]);
@@ -546,12 +564,17 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
                 continue;
             }
             let input = &part["input"];
+            let id = part["id"].as_str().unwrap_or_default().to_string();
             match part["name"].as_str().unwrap_or_default() {
                 "Write" | "Edit" | "MultiEdit" => {
-                    c.edited(input["file_path"].as_str().unwrap_or_default());
+                    let path = input["file_path"].as_str().unwrap_or_default();
+                    writing.insert(id, path.to_string());
                 }
-                "NotebookEdit" => c.edited(input["notebook_path"].as_str().unwrap_or_default()),
-                "Bash" => c.ran(input["command"].as_str().unwrap_or_default(), None),
+                "NotebookEdit" => {
+                    let path = input["notebook_path"].as_str().unwrap_or_default();
+                    writing.insert(id, path.to_string());
+                }
+                "Bash" => c.ran_as(&id, input["command"].as_str().unwrap_or_default()),
                 _ => {}
             }
         }
@@ -562,6 +585,22 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
         }
     });
     c
+}
+
+/// The exit code of a `Bash` call from its `tool_result`: a failure is `is_error` with a text
+/// starting `Exit code <n>`; a success has no code and means 0; an error without one (the call
+/// was refused or interrupted) has none (checked: claude 2.1.197).
+fn exit_code(result: &serde_json::Value) -> Option<i64> {
+    if result["is_error"] != true {
+        return Some(0);
+    }
+    let text = text_of(&result["content"], &["text"]);
+    text.trim_start()
+        .strip_prefix("Exit code ")?
+        .split(|c: char| !c.is_ascii_digit() && c != '-')
+        .next()?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -808,10 +847,21 @@ mod tests {
                 "assistant",
                 "2026-01-02T00:00:01Z",
                 serde_json::json!([
-                    {"type": "tool_use", "name": "Write", "input": {"file_path": "/w/a.rs", "content": "x"}},
-                    {"type": "tool_use", "name": "Bash", "input": {"command": "cargo test"}},
-                    {"type": "tool_use", "name": "Edit", "input": {"file_path": "/w/a.rs"}},
-                    {"type": "tool_use", "name": "Read", "input": {"file_path": "/w/b.rs"}}
+                    {"type": "tool_use", "id": "w", "name": "Write", "input": {"file_path": "/w/a.rs", "content": "x"}},
+                    {"type": "tool_use", "id": "b", "name": "Bash", "input": {"command": "cargo test"}},
+                    {"type": "tool_use", "id": "e", "name": "Edit", "input": {"file_path": "/w/c.rs"}},
+                    {"type": "tool_use", "id": "r", "name": "Read", "input": {"file_path": "/w/b.rs"}}
+                ]),
+                Value::Null,
+            ),
+            line(
+                "user",
+                "2026-01-02T00:00:02Z",
+                serde_json::json!([
+                    {"type": "tool_result", "tool_use_id": "w", "content": "File created"},
+                    {"type": "tool_result", "tool_use_id": "b", "is_error": true, "content": "Exit code 101\ntest failed"},
+                    {"type": "tool_result", "tool_use_id": "e", "is_error": true, "content": "Claude requested permissions to write to /w/c.rs, but you haven't granted it yet."},
+                    {"type": "tool_result", "tool_use_id": "r", "content": "1\tx"}
                 ]),
                 Value::Null,
             ),
@@ -819,8 +869,34 @@ mod tests {
         .join("\n");
         let since = time_of(&"2026-01-01T12:00:00Z".into()).unwrap();
         let t = parse(&text, since).finish(Path::new("/t.jsonl"));
-        assert_eq!(t.edits, ["/w/a.rs"]);
+        assert_eq!(t.edits, ["/w/a.rs"], "a refused edit wrote nothing");
         assert_eq!(t.commands.len(), 1);
         assert_eq!(t.commands[0].command, "cargo test");
+        assert_eq!(t.commands[0].exit_code, Some(101));
+    }
+
+    /// A transcript Claude Code 2.1.197 wrote: `Write`, `Edit`, `Bash` exiting 2, `echo ok`
+    /// and `touch`, each exit code from its `tool_result`.
+    #[test]
+    fn bash_exit_codes_come_from_the_tool_results() {
+        let text = include_str!("../../tests/fixtures/transcripts/claude-write-edit-bash.jsonl");
+        let t = parse(text, DateTime::UNIX_EPOCH).finish(Path::new("/t.jsonl"));
+        assert_eq!(
+            t.edits,
+            ["/work/notes/probe-c/scratch/pas-claude/work/probe_written.txt"]
+        );
+        let ran: Vec<(&str, Option<i64>)> = t
+            .commands
+            .iter()
+            .map(|c| (c.command.as_str(), c.exit_code))
+            .collect();
+        assert_eq!(
+            ran,
+            [
+                ("ls /nonexistent", Some(2)),
+                ("echo ok", Some(0)),
+                ("touch touched.txt", Some(0))
+            ]
+        );
     }
 }

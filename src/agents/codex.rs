@@ -27,7 +27,11 @@
 //!     rollout holds of the answer (checked: codex-cli 0.171.0 rollouts with commentary);
 //!   - `event_msg` `token_count`: `payload.info.last_token_usage` (`input_tokens`,
 //!     `output_tokens`, `cached_input_tokens`, `cache_write_input_tokens`) of one model call;
-//!   - `turn_context`: `payload.model`.
+//!   - `turn_context`: `payload.model`;
+//!   - `event_msg` `item_completed` with a `FileChange` item (`changes`: each path the
+//!     `apply_patch` tool wrote) or a `CommandExecution` item (`command`, `exit_code`): the
+//!     files its tools edited and the commands they ran (checked: codex-cli 0.171.0, in
+//!     `exec` and in the TUI).
 //! - **Hooks**: `.codex/config.toml` (and `config.toml` in its home), `[[hooks.<Event>]]`
 //!   tables for `SessionStart`, `Stop`, `SessionEnd` (developers.openai.com/codex/hooks;
 //!   checked: codex-cli 0.171.0, tests/e2e/integrate.rs).
@@ -38,15 +42,23 @@
 //!   `[projects."<dir>"]` there says `trust_level = "trusted"` (checked: codex-cli 0.171.0, its
 //!   app-server's `hooks/list`; github.com/openai/codex codex-rs/hooks/src/engine/discovery.rs).
 //!   [`TrustedHashes`] reads both for `doctor`.
+//! - **Session end**: a session-end hook runs for at most
+//!   3 s. The interactive `codex` runs its sessions, and their hooks, in a background server
+//!   (`codex app-server`) that outlives it and keeps the environment of the terminal that
+//!   started it; the server runs a session's `SessionEnd` when it unloads the session,
+//!   `thread_unload_delay_secs` (default 60) after the user quit, and at once with 0
+//!   (checked: codex-cli 0.171.0 under tmux; `SessionStart` runs at the first prompt, not
+//!   when the TUI opens).
 //! - **MCP**: `[mcp_servers.<name>]` in `config.toml`, `codex mcp add`, and `-c` overrides
 //!   of the same keys for one run (github.com/openai/codex docs/config.md).
 
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 
 use super::args::ArgShape;
-use super::hooks::{Event, Format, Hooks, Unit};
+use super::hooks::{Event, Format, Hooks, Setting, Unit};
 use super::mcp::{Mcp, OneRun, Place, Registration, Shape};
 use super::store::{
     Candidate, Conversation, HEAD_BYTES, Home, Query, Store, VarIs, files, first_line, head,
@@ -127,9 +139,18 @@ pub const AGENT: Agent = Agent {
             ("SessionEnd", Event::SessionEnd),
         ],
         timeout: 30,
+        // Codex runs a session-end hook for at most 3 s, and warns at every start about a
+        // larger timeout, which it clamps (checked: codex-cli 0.171.0;
+        // `codex-rs/hooks/src/engine/discovery.rs`).
+        end_timeout: Some(3),
         unit: Unit::Seconds,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: super::hooks::ContextOutput::HookSpecific,
+        settings: &[Setting {
+            key: "thread_unload_delay_secs",
+            value: 0,
+            why: "pas-agent: run the SessionEnd hook when you quit, not a minute later",
+        }],
         caveat: Some(
             "Codex runs new hooks only after you review and trust them: start `codex` and approve them in `/hooks`. It reads a project's .codex/config.toml only when the project is trusted.",
         ),
@@ -474,6 +495,10 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
                         "AgentMessage" if item["phase"] != "commentary" => {
                             c.answer(&text_of(&item["content"], &[]));
                         }
+                        "FileChange" => file_change(item, c),
+                        "CommandExecution" => {
+                            c.ran(&command_line(&item["command"]), item["exit_code"].as_i64());
+                        }
                         _ => {}
                     }
                 }
@@ -503,6 +528,45 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
         }
     });
     c
+}
+
+/// The files of a completed `FileChange` item (`apply_patch`): `changes` maps each path to
+/// `{"type": "add"|"update"|"delete", …}` (checked: codex-cli 0.171.0; a list of
+/// `{"path", …}` is read too). A patch that failed wrote nothing.
+fn file_change(item: &Value, c: &mut Collector) {
+    if item["status"].as_str().is_some_and(|s| s != "completed") {
+        return;
+    }
+    match &item["changes"] {
+        Value::Object(map) => map.keys().for_each(|p| c.edited(p)),
+        Value::Array(list) => list
+            .iter()
+            .filter_map(|ch| ch["path"].as_str())
+            .for_each(|p| c.edited(p)),
+        _ => {}
+    }
+}
+
+/// A `CommandExecution` item's `command` as the user would type it: the script of a
+/// `["/bin/bash", "-lc", "<script>"]` call, else the words joined (checked: codex-cli 0.171.0
+/// runs `exec_command` through the user's shell with `-lc`).
+fn command_line(command: &Value) -> String {
+    match command {
+        Value::String(s) => s.clone(),
+        Value::Array(words) => {
+            let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+            match words.as_slice() {
+                [shell, flag, script]
+                    if matches!(*flag, "-lc" | "-c")
+                        && shell.rsplit('/').next().is_some_and(|s| s.ends_with("sh")) =>
+                {
+                    (*script).to_string()
+                }
+                _ => words.join(" "),
+            }
+        }
+        _ => String::new(),
+    }
 }
 
 /// Codex's record of trusted hooks and projects (see the module's notes).
@@ -750,6 +814,28 @@ mod tests {
         assert_eq!(t.model.as_deref(), Some("gpt-x"));
         assert_eq!(t.tokens.unwrap().input, Some(7));
         assert!(t.missing.is_none());
+    }
+
+    /// A rollout Codex 0.171.0's TUI wrote: an `apply_patch` and two failing commands.
+    #[test]
+    fn the_files_its_tools_wrote_and_the_commands_they_ran_with_their_exit_codes() {
+        let text =
+            include_str!("../../tests/fixtures/transcripts/codex-tui-write-runcmd-runfalse.jsonl");
+        let t = parse(text, DateTime::UNIX_EPOCH).finish(Path::new("/r.jsonl"));
+        assert_eq!(
+            t.edits,
+            ["/work/notes/probe-c/scratch/pas-codex/work/probe_written.txt"]
+        );
+        let ran: Vec<(&str, Option<i64>)> = t
+            .commands
+            .iter()
+            .map(|c| (c.command.as_str(), c.exit_code))
+            .collect();
+        assert_eq!(ran, [("ls /nonexistent", Some(2)), ("false", Some(1))]);
+        assert_eq!(
+            command_line(&serde_json::json!(["git", "status"])),
+            "git status"
+        );
     }
 
     /// codex-cli 0.171.0: commentary, a command, then the final answer.

@@ -148,6 +148,7 @@ pub const AGENT: Agent = Agent {
             ("sessionEnd", Event::SessionEnd),
         ],
         timeout: 30,
+        end_timeout: None,
         unit: Unit::Seconds,
         payload: Payload {
             session_id: "sessionId",
@@ -160,6 +161,7 @@ pub const AGENT: Agent = Agent {
             "Copilot runs a repository's hooks only in a folder you trust (answer \"Yes, and remember\" when it asks, or start it with --trust-folder or COPILOT_ALLOW_ALL=true); `--user` installs them where they always run.",
         ),
         approvals: None,
+        settings: &[],
         env_marker: Some("COPILOT_PROJECT_DIR"),
     }),
     mcp: Some(Mcp {

@@ -87,6 +87,7 @@ pub const AGENT: Agent = Agent {
             ("SessionEnd", Event::SessionEnd),
         ],
         timeout: 30,
+        end_timeout: None,
         unit: Unit::Seconds,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: ContextOutput::HookSpecific,
@@ -94,6 +95,7 @@ pub const AGENT: Agent = Agent {
             "In its interactive mode droid runs a project's hooks only after you trust the folder; `droid exec` runs them at once.",
         ),
         approvals: None,
+        settings: &[],
         env_marker: None,
     }),
     mcp: Some(Mcp {

@@ -25,7 +25,9 @@
 //!     `<session_context>` text Gemini CLI sends first and the `<hook_context>` block a hook's
 //!     context (pas-agent's session) becomes before the prompt;
 //!   - `type` `gemini`: an answer (`content`), its `model` and `tokens` (`input`, `output`,
-//!     `cached`).
+//!     `cached`), and its `toolCalls` (`name`, `args`, `status`, `result`): the files
+//!     `write_file` and `replace` wrote (`args.file_path`) and the commands
+//!     `run_shell_command` ran (`args.command`), with their exit codes.
 //!
 //!   A resume can leave a second file with the same `sessionId`: Gemini CLI 0.61.0 starts a
 //!   new chat file when it starts (named by that minute), then switches to the resumed one and
@@ -109,6 +111,7 @@ pub const AGENT: Agent = Agent {
             ("SessionEnd", Event::SessionEnd),
         ],
         timeout: 30_000,
+        end_timeout: None,
         unit: Unit::Millis,
         payload: super::hooks::Payload {
             last_message: "prompt_response",
@@ -117,6 +120,7 @@ pub const AGENT: Agent = Agent {
         context: super::hooks::ContextOutput::HookSpecific,
         caveat: None,
         approvals: None,
+        settings: &[],
         env_marker: None,
     }),
     mcp: Some(Mcp {
@@ -639,12 +643,53 @@ pub(crate) fn parse_all(texts: &[String], since: DateTime<Utc>) -> Collector {
                         None,
                     );
                 }
+                for call in m["toolCalls"].as_array().into_iter().flatten() {
+                    tool_call(call, &mut c);
+                }
                 c.answer(&text_of(&m["content"], &[]));
             }
             _ => {}
         }
     }
     c
+}
+
+/// The file a successful `write_file` or `replace` call wrote, or the command a
+/// `run_shell_command` call ran with its exit code: `Exit Code: <n>` in the tool's output
+/// (or `Command exited with code: <n>` in what it displayed), 0 for a successful call without
+/// one, unknown for a call that failed or was cancelled (checked: gemini 0.61.0, whose
+/// `status` is `success` even for a command that exits non-zero).
+fn tool_call(call: &Value, c: &mut Collector) {
+    let ok = call["status"] == "success";
+    let args = &call["args"];
+    match call["name"].as_str().unwrap_or_default() {
+        "write_file" | "replace" if ok => c.edited(args["file_path"].as_str().unwrap_or_default()),
+        "run_shell_command" => {
+            let output: String = call["result"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r["functionResponse"]["response"]["output"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let display = call["resultDisplay"].as_str().unwrap_or_default();
+            let code = after(&output, "Exit Code: ")
+                .or_else(|| after(display, "Command exited with code: "))
+                .or(ok.then_some(0));
+            c.ran(args["command"].as_str().unwrap_or_default(), code);
+        }
+        _ => {}
+    }
+}
+
+/// The integer right after the first `marker` in `text`.
+fn after(text: &str, marker: &str) -> Option<i64> {
+    let rest = &text[text.find(marker)? + marker.len()..];
+    let digits: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().ok()
 }
 
 #[cfg(test)]
@@ -714,6 +759,28 @@ mod tests {
         let t = parse_all(&[old, stub], since).finish(Path::new("/c.jsonl"));
         assert_eq!(t.prompts, ["new"]);
         assert_eq!(t.last_answer.as_deref(), Some("reply"));
+    }
+
+    /// A chat file Gemini CLI 0.61.0 wrote: `write_file`, a command exiting 2, `replace`; and
+    /// one whose write outside the workspace failed.
+    #[test]
+    fn the_files_its_tools_wrote_and_the_commands_they_ran() {
+        let text = include_str!("../../tests/fixtures/transcripts/gemini-write-edit-shell.jsonl");
+        let t = parse(text, DateTime::UNIX_EPOCH).finish(Path::new("/c.jsonl"));
+        assert_eq!(
+            t.edits,
+            ["/work/notes/probe-c/scratch/pas-gemini/work/probe_written.txt"]
+        );
+        let ran: Vec<(&str, Option<i64>)> = t
+            .commands
+            .iter()
+            .map(|c| (c.command.as_str(), c.exit_code))
+            .collect();
+        assert_eq!(ran, [("ls /nonexistent", Some(2))]);
+        let text =
+            include_str!("../../tests/fixtures/transcripts/gemini-write-outside-workspace.jsonl");
+        let t = parse(text, DateTime::UNIX_EPOCH).finish(Path::new("/c.jsonl"));
+        assert!(t.edits.is_empty(), "{:?}", t.edits);
     }
 
     fn write(path: &Path, text: &str) {

@@ -119,6 +119,9 @@ pub struct Hooks {
     pub events: &'static [(&'static str, Event)],
     /// The `timeout` put on each installed handler, in [`Hooks::unit`].
     pub timeout: u64,
+    /// The `timeout` of the session-end handler instead, where the agent allows less there
+    /// (Codex: at most 3 s); see [`Hooks::timeout_for`].
+    pub end_timeout: Option<u64>,
     /// The unit the agent reads `timeout` in.
     pub unit: Unit,
     /// The payload's fields.
@@ -129,6 +132,9 @@ pub struct Hooks {
     pub caveat: Option<&'static str>,
     /// Where the agent records the user's approval of hooks, for an agent that asks for it.
     pub approvals: Option<&'static dyn Approvals>,
+    /// Top-level settings written next to the hooks, and taken out with them (TOML settings
+    /// files only): what the agent needs so that its hooks run when pas-agent needs them.
+    pub settings: &'static [Setting],
     /// An environment variable the agent sets for every hook it runs and no other agent does
     /// (GitHub Copilot CLI's `COPILOT_PROJECT_DIR`). A hook installed for another agent that
     /// finds it set was run by this agent, which also runs other agents' hooks (Copilot runs
@@ -185,4 +191,26 @@ impl std::fmt::Debug for dyn Approvals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Approvals")
     }
+}
+impl Hooks {
+    /// The `timeout` installed on the handler of `event`.
+    pub fn timeout_for(&self, event: Event) -> u64 {
+        match (event, self.end_timeout) {
+            (Event::SessionEnd, Some(t)) => t,
+            _ => self.timeout,
+        }
+    }
+}
+
+/// A top-level setting pas-agent writes into an agent's settings file with its hooks
+/// ([`Hooks::settings`]). It is added only when the file does not set the key, with a comment
+/// naming pas-agent, and removed with the hooks only when that comment is still there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// The key (`thread_unload_delay_secs`).
+    pub key: &'static str,
+    /// Its value.
+    pub value: i64,
+    /// Why, as the comment above it says.
+    pub why: &'static str,
 }

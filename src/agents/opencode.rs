@@ -17,7 +17,8 @@
 //!   {"read","write"}}},"parts":[{"type":"text","text"}…]}…]}` (checked: opencode 1.18.33 `run`
 //!   and `run --session` against a mock model).
 //! - **Transcript**: messages created after `since`: a user message's text parts are a
-//!   prompt, an assistant message's text parts an answer (with its model and tokens). The
+//!   prompt, an assistant message's text parts an answer (with its model and tokens), and its
+//!   `tool` parts the files its tools wrote and the commands they ran (see `tool_part`). The
 //!   commands run in the run's directory with a timeout, and at most
 //!   [`crate::limits::TRANSCRIPT`] bytes of their output are read.
 //! - **MCP**: `mcp` in `opencode.json` (opencode.ai/docs/mcp-servers); no option for one run.
@@ -324,9 +325,9 @@ fn own_text(parts: &Value) -> String {
 }
 
 /// The words of an export's messages created after `since`: a user message's own text parts
-/// are a prompt; an assistant message's give the answer, its model and tokens, and its `tool`
-/// parts the files written (`write`, `edit`: `state.input.filePath`; `patch` parts' `files`)
-/// and the commands run (`bash`: `state.input.command`, `state.metadata.exit`). A summary
+/// are a prompt; an assistant message's give the answer, its model and tokens, its completed
+/// `tool` parts the files written and the commands run ([`tool_part`]), and its `patch` parts
+/// (`files`) the files a step changed. A summary
 /// (`info.summary` true, written when the conversation is compacted) is no answer.
 pub(crate) fn parse(messages: &[Value], since: DateTime<Utc>, unquote: bool) -> Collector {
     let mut c = Collector::default();
@@ -363,16 +364,10 @@ pub(crate) fn parse(messages: &[Value], since: DateTime<Utc>, unquote: bool) -> 
                     );
                 }
                 for part in m["parts"].as_array().into_iter().flatten() {
-                    let state = &part["state"];
-                    match (part["type"].as_str(), part["tool"].as_str()) {
-                        (Some("tool"), Some("write" | "edit")) => {
-                            c.edited(state["input"]["filePath"].as_str().unwrap_or_default());
-                        }
-                        (Some("tool"), Some("bash")) => c.ran(
-                            state["input"]["command"].as_str().unwrap_or_default(),
-                            state["metadata"]["exit"].as_i64(),
-                        ),
-                        (Some("patch"), _) => {
+                    match part["type"].as_str() {
+                        Some("tool") => tool_part(part, &mut c),
+                        // The files a step changed, from OpenCode's snapshot of the work tree.
+                        Some("patch") => {
                             for f in part["files"].as_array().into_iter().flatten() {
                                 c.edited(f.as_str().unwrap_or_default());
                             }
@@ -389,6 +384,42 @@ pub(crate) fn parse(messages: &[Value], since: DateTime<Utc>, unquote: bool) -> 
         }
     }
     c
+}
+
+/// A completed tool call of an assistant message, `{"type": "tool", "tool", "state":
+/// {"status", "input", "metadata"}}`: the files `edit` and `write` wrote (`input.filePath`)
+/// and those an `apply_patch` names (`*** Add File:`, `*** Update File:`, `*** Delete File:`,
+/// `*** Move to:` lines of `input.patchText`), and the commands `bash` ran (`input.command`)
+/// with their exit code (`metadata.exit`) (checked: the tools of opencode 1.18.33's bundle).
+fn tool_part(part: &Value, c: &mut Collector) {
+    let state = &part["state"];
+    if state["status"] != "completed" {
+        return;
+    }
+    let input = &state["input"];
+    match part["tool"].as_str().unwrap_or_default() {
+        "edit" | "write" => c.edited(input["filePath"].as_str().unwrap_or_default()),
+        "apply_patch" => {
+            for line in input["patchText"].as_str().unwrap_or_default().lines() {
+                let path = [
+                    "*** Add File: ",
+                    "*** Update File: ",
+                    "*** Delete File: ",
+                    "*** Move to: ",
+                ]
+                .iter()
+                .find_map(|h| line.strip_prefix(h));
+                if let Some(path) = path {
+                    c.edited(path.trim());
+                }
+            }
+        }
+        "bash" => c.ran(
+            input["command"].as_str().unwrap_or_default(),
+            state["metadata"]["exit"].as_i64(),
+        ),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -450,5 +481,53 @@ mod tests {
         let t = parse(&m, since("2026-01-01T00:00:00Z"), false).finish(Path::new("/o"));
         assert_eq!(t.prompts, ["Fix @a.rs"]);
         assert_eq!(t.last_answer.as_deref(), Some("Fixed."));
+    }
+
+    #[test]
+    fn the_files_its_tools_wrote_and_the_commands_they_ran() {
+        let tool = |tool: &str, status: &str, input: Value, metadata: Value| {
+            serde_json::json!({"type": "tool", "tool": tool,
+                "state": {"status": status, "input": input, "metadata": metadata}})
+        };
+        let parts = [
+            tool(
+                "write",
+                "completed",
+                serde_json::json!({"filePath": "/w/a.rs", "content": "x"}),
+                Value::Null,
+            ),
+            tool(
+                "edit",
+                "error",
+                serde_json::json!({"filePath": "/w/refused.rs"}),
+                Value::Null,
+            ),
+            tool(
+                "apply_patch",
+                "completed",
+                serde_json::json!({"patchText": "*** Begin Patch\n*** Update File: /w/b.rs\n@@\n-x\n+y\n*** Add File: /w/c.rs\n+z\n*** End Patch"}),
+                Value::Null,
+            ),
+            tool(
+                "bash",
+                "completed",
+                serde_json::json!({"command": "cargo test"}),
+                serde_json::json!({"exit": 101}),
+            ),
+            tool(
+                "read",
+                "completed",
+                serde_json::json!({"filePath": "/w/d.rs"}),
+                Value::Null,
+            ),
+        ];
+        let mut c = Collector::default();
+        for p in &parts {
+            tool_part(p, &mut c);
+        }
+        let t = c.finish(Path::new("/x"));
+        assert_eq!(t.edits, ["/w/a.rs", "/w/b.rs", "/w/c.rs"]);
+        assert_eq!(t.commands.len(), 1);
+        assert_eq!(t.commands[0].exit_code, Some(101));
     }
 }

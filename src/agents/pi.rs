@@ -153,11 +153,13 @@ pub const AGENT: Agent = Agent {
             ("session_shutdown", Event::SessionEnd),
         ],
         timeout: 30,
+        end_timeout: None,
         unit: Unit::Seconds,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: ContextOutput::TopLevel,
         caveat: None,
         approvals: None,
+        settings: &[],
         env_marker: None,
     }),
     ..BASE

@@ -96,6 +96,7 @@ pub const AGENT: Agent = Agent {
             ("SessionEnd", Event::SessionEnd),
         ],
         timeout: 30_000,
+        end_timeout: None,
         unit: Unit::Millis,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: ContextOutput::Ignored,
@@ -103,6 +104,7 @@ pub const AGENT: Agent = Agent {
             "Qwen Code runs its session hooks only in its interactive mode (a one-shot `qwen \"…\"` is not recorded), and it drops what a start hook prints: the session reaches it through QWEN.md (`pas-agent export --to qwen`).",
         ),
         approvals: None,
+        settings: &[],
         env_marker: None,
     }),
     mcp: Some(Mcp {

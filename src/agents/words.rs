@@ -82,8 +82,9 @@ pub(crate) struct Collector {
     /// Files the agent's tools wrote, each once, in the order first written.
     edits: Vec<String>,
     edits_total: usize,
-    /// The latest commands the agent's tools ran.
-    commands: std::collections::VecDeque<CommandRun>,
+    /// The latest commands the agent's tools ran, each with the id of its tool call when the
+    /// exit code comes later ([`Collector::exited`]).
+    commands: std::collections::VecDeque<(Option<String>, CommandRun)>,
     commands_total: usize,
     /// Lines or entries that could not be read.
     pub damaged: usize,
@@ -144,6 +145,28 @@ impl Collector {
 
     /// A shell command one of the agent's tools ran, with its exit code when known.
     pub fn ran(&mut self, command: &str, exit_code: Option<i64>) {
+        self.ran_call(None, command, exit_code);
+    }
+
+    /// A shell command run by the tool call `id`, whose exit code a later entry gives
+    /// ([`Collector::exited`]).
+    pub fn ran_as(&mut self, id: &str, command: &str) {
+        self.ran_call(Some(id.to_string()), command, None);
+    }
+
+    /// The exit code of the command the tool call `id` ran, when it is still kept.
+    pub fn exited(&mut self, id: &str, exit_code: Option<i64>) {
+        if let Some((_, c)) = self
+            .commands
+            .iter_mut()
+            .rev()
+            .find(|(call, _)| call.as_deref() == Some(id))
+        {
+            c.exit_code = exit_code;
+        }
+    }
+
+    fn ran_call(&mut self, id: Option<String>, command: &str, exit_code: Option<i64>) {
         if command.trim().is_empty() {
             return;
         }
@@ -151,11 +174,14 @@ impl Collector {
         if self.commands.len() == MAX_COMMANDS {
             self.commands.pop_front();
         }
-        self.commands.push_back(CommandRun {
-            command: cut(command, MAX_COMMAND_CHARS).0,
-            exit_code,
-            extra: Extra::new(),
-        });
+        self.commands.push_back((
+            id,
+            CommandRun {
+                command: cut(command, MAX_COMMAND_CHARS).0,
+                exit_code,
+                extra: Extra::new(),
+            },
+        ));
     }
 
     /// The model named by an entry of the run.
@@ -209,7 +235,7 @@ impl Collector {
             edits_omitted: self.edits_total.saturating_sub(self.edits.len()),
             edits: self.edits,
             commands_omitted: self.commands_total.saturating_sub(self.commands.len()),
-            commands: self.commands.into(),
+            commands: self.commands.into_iter().map(|(_, c)| c).collect(),
             missing: None,
             extra: Extra::new(),
         };
@@ -229,7 +255,7 @@ impl Collector {
             (None, d) => d,
         };
         if !t.has_words() {
-            let why = "the session holds no prompt or answer after the run started";
+            let why = crate::model::NO_WORDS;
             t.missing = Some(match damaged {
                 Some(d) => format!("{why} ({d})"),
                 None => why.to_string(),
@@ -256,7 +282,7 @@ pub fn hook_answer(t: &mut Transcript, message: &str) {
         if t.has_words()
             && t.missing
                 .as_deref()
-                .is_some_and(|m| m.starts_with("the session holds no prompt or answer"))
+                .is_some_and(|m| m.starts_with(crate::model::NO_WORDS))
         {
             t.missing = None;
         }

@@ -271,6 +271,11 @@ fn forget(path: &std::path::Path) {
 
 /// The hidden command the hooks run. Always exit code 0: a hook never fails the agent.
 pub fn lifecycle(args: LifecycleArgs) -> i32 {
+    if args.event == crate::launch::hooked::COMPLETE_WORD
+        && integrate::by_key(&args.agent).is_some()
+    {
+        return integrate::lifecycle::complete();
+    }
     let (Some(integration), Some(event)) = (
         integrate::by_key(&args.agent),
         Event::from_word(&args.event),

@@ -322,7 +322,7 @@ pub fn run(args: RunsArgs) -> Result<i32> {
             Cell::plain(format!("{:>3}", i + 1)),
             Cell::plain(started(&r.started_at, &now, args.wide)),
             Cell::plain(clean_line(&r.agent)),
-            Cell::painted(shown_state(r), state_style(r)),
+            Cell::painted(state_label(r), state_style(r)),
             Cell::plain(exit),
             Cell::plain(r.duration_ms.map_or("-".into(), duration)),
             Cell::plain(counted(r, r.commits.len())),
@@ -347,12 +347,23 @@ fn shown_state(run: &Run) -> &str {
     }
 }
 
-/// The colour of a run's state: running cyan, a failure (non-zero exit, signal, abandoned)
-/// red, a clean exit green.
+/// What the state column says of a run: its result when it did no work, else its state as
+/// [`shown_state`] gives it.
+fn state_label(run: &Run) -> String {
+    match &run.result {
+        Some(o) if run.state == RunState::Finished => clean_line(o.label()),
+        _ => shown_state(run).to_string(),
+    }
+}
+
+/// The colour of a run's state: running cyan, a failure (non-zero exit, signal, abandoned,
+/// a failed start) red, a session with nothing asked dim, a clean exit green.
 fn state_style(run: &Run) -> anstyle::Style {
     match run.state {
         RunState::Running => style::LIVE,
         RunState::Abandoned => style::BAD,
+        _ if run.result == Some(crate::model::RunResult::NothingAsked) => style::DIM,
+        _ if run.result == Some(crate::model::RunResult::FailedStart) => style::BAD,
         _ if run.exit_code == Some(0) => style::GOOD,
         _ if run.exit_code.is_some() || run.signal.is_some() => style::BAD,
         _ => anstyle::Style::new(),
@@ -430,9 +441,31 @@ fn one(
             ),
             None => "abandoned (its launcher ended without recording how the agent ended)".into(),
         },
+        _ if r.extra.contains_key(crate::launch::hooked::RECORDED_BY_KEY) => {
+            "its session ended (the agent's hooks do not see its exit code)".into()
+        }
         _ => "unknown".into(),
     };
     let _ = writeln!(out, "Outcome:  {outcome}");
+    match &r.result {
+        Some(crate::model::RunResult::FailedStart) => {
+            let _ = writeln!(
+                out,
+                "Result:   failed start: it ended within {} s with no answer from its model, no tool call and no change (left out of the block's recent runs)",
+                crate::model::FAILED_START_MS / 1000
+            );
+        }
+        Some(crate::model::RunResult::NothingAsked) => {
+            let _ = writeln!(
+                out,
+                "Result:   nothing asked: its session holds no prompt and nothing changed (left out of the block's recent runs)"
+            );
+        }
+        Some(other) => {
+            let _ = writeln!(out, "Result:   {}", clean_line(other.as_str()));
+        }
+        None => {}
+    }
     if let Some(id) = &r.agent_session_id {
         let _ = writeln!(out, "Session:  {}", clean_line(id));
     } else if let Some(serde_json::Value::String(note)) =
@@ -487,9 +520,14 @@ fn one(
                 )
             );
             for f in &r.files_changed {
+                let shared = if f.shared {
+                    "; shared: another run worked here at the same time, and this run's transcript does not name it"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     out,
-                    "  {} ({})",
+                    "  {} ({}{shared})",
                     clean_line(&f.path),
                     clean_line(&f.status.describe())
                 );
@@ -546,6 +584,36 @@ fn words(out: &mut String, r: &Run) {
         let _ = writeln!(out, "\nPrompts{omitted}:");
         for p in &t.prompts {
             let _ = writeln!(out, "{}", indent(p));
+        }
+    }
+    if !t.edits.is_empty() {
+        let omitted = if t.edits_omitted > 0 {
+            format!(" ({} more not kept)", t.edits_omitted)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "\nEdited by its tools{omitted}:");
+        for e in &t.edits {
+            let _ = writeln!(out, "  {}", clean_line(e));
+        }
+    }
+    if !t.commands.is_empty() {
+        let omitted = if t.commands_omitted > 0 {
+            format!(" ({} earlier not kept)", t.commands_omitted)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "\nCommands{omitted}:");
+        for c in &t.commands {
+            let exit = c
+                .exit_code
+                .map_or_else(|| "exit ?".to_string(), |code| format!("exit {code}"));
+            let mut lines = c.command.lines();
+            let first = lines.next().unwrap_or_default();
+            let _ = writeln!(out, "  [{exit}] {}", clean_line(first));
+            for more in lines {
+                let _ = writeln!(out, "           {}", clean_line(more));
+            }
         }
     }
     if let Some(answer) = &t.last_answer {

@@ -35,6 +35,13 @@ pub const MAX_RUNS: usize = 5;
 pub const WORDS_CHARS: usize = 480;
 /// At most this many lines of a run's last answer are shown.
 pub const WORDS_LINES: usize = 4;
+/// At most this many of a run's changed files are listed under it.
+pub const MAX_FILES_SHOWN: usize = 8;
+/// At most this many of the commands a run's tools ran are listed under it (the latest, or a
+/// failing one in place of the oldest).
+pub const MAX_COMMANDS_SHOWN: usize = 4;
+/// Each command listed is cut to this many characters (its first line).
+pub const COMMAND_CHARS: usize = 100;
 
 /// Characters CommonMark (with GFM tables and strikethrough) gives meaning inside a line.
 /// `@` is not Markdown, but starts an import in Claude Code and Gemini CLI (see the module
@@ -321,11 +328,13 @@ win.\n\n",
         out.push('\n');
     }
 
+    // The last runs that did work: a failed start or a session in which nothing was asked
+    // (`result`) would only push them out.
     let runs: Vec<&Run> = session
         .runs
         .iter()
         .rev()
-        .filter(|r| r.state != RunState::Running)
+        .filter(|r| r.state != RunState::Running && r.result.is_none())
         .take(MAX_RUNS)
         .collect();
     if !runs.is_empty() {
@@ -333,6 +342,7 @@ win.\n\n",
         for run in runs.into_iter().rev() {
             let _ = writeln!(out, "- {}", run_line(run));
             run_words(&mut out, run, words);
+            run_work(&mut out, run, words);
         }
         out.push('\n');
     }
@@ -378,6 +388,131 @@ fn run_words(out: &mut String, run: &Run, budget: usize) {
         }
         (None, None) => {}
     }
+}
+
+/// What a run did, under its line: the files it changed (its own: not those marked shared),
+/// the files changed meanwhile that another run may have changed, and the latest commands its
+/// tools ran with their exit codes, each list bounded ([`MAX_FILES_SHOWN`],
+/// [`MAX_COMMANDS_SHOWN`]; fewer with a smaller words `budget`, none at 0). A failing command
+/// older than the ones shown takes the place of the oldest: a failing test run is what the
+/// next agent most needs to know.
+fn run_work(out: &mut String, run: &Run, budget: usize) {
+    if budget == 0 {
+        return;
+    }
+    let full = budget >= WORDS_CHARS;
+    let (max_files, max_commands) = if full {
+        (MAX_FILES_SHOWN, MAX_COMMANDS_SHOWN)
+    } else {
+        (MAX_FILES_SHOWN / 3, MAX_COMMANDS_SHOWN / 2)
+    };
+    let t = run.transcript.as_ref();
+    let own: Vec<String> = run
+        .files_changed
+        .iter()
+        .filter(|f| !f.shared)
+        .map(|f| code_span(&f.path))
+        .collect();
+    // Outside git no delta is known: the files the agent's tools named.
+    let own = if own.is_empty() && run.files_changed.is_empty() {
+        t.map(|t| {
+            t.edits
+                .iter()
+                .map(|e| code_span(shown_path(e, &run.cwd)))
+                .collect()
+        })
+        .unwrap_or_default()
+    } else {
+        own
+    };
+    list(out, "Changed", &own, max_files, unlisted(run));
+    let shared: Vec<String> = run
+        .files_changed
+        .iter()
+        .filter(|f| f.shared)
+        .map(|f| code_span(&f.path))
+        .collect();
+    list(
+        out,
+        "Also changed while another run worked here (maybe not by this one)",
+        &shared,
+        max_files,
+        0,
+    );
+    let Some(t) = t.filter(|t| !t.commands.is_empty()) else {
+        return;
+    };
+    let n = t.commands.len();
+    let mut shown: Vec<usize> = (n.saturating_sub(max_commands)..n).collect();
+    let failed = |i: &usize| t.commands[*i].exit_code.is_some_and(|c| c != 0);
+    if !shown.iter().any(failed)
+        && let Some(last_failed) = (0..n).rev().find(failed)
+        && !shown.is_empty()
+    {
+        shown.remove(0);
+        shown.insert(0, last_failed);
+    }
+    let items: Vec<String> = shown
+        .iter()
+        .map(|&i| {
+            let c = &t.commands[i];
+            let line = c.command.lines().next().unwrap_or_default();
+            let (cut, was_cut) = crate::agents::words::cut(line, COMMAND_CHARS);
+            let more = if was_cut || c.command.lines().nth(1).is_some() {
+                " …"
+            } else {
+                ""
+            };
+            match c.exit_code {
+                Some(code) => format!("{}{more} (exit {code})", code_span(&cut)),
+                None => format!("{}{more}", code_span(&cut)),
+            }
+        })
+        .collect();
+    let earlier = t.commands_omitted + n - shown.len();
+    let _ = write!(out, "  - Ran: {}", items.join(", "));
+    if earlier > 0 {
+        let _ = write!(out, " (and {earlier} earlier)");
+    }
+    out.push('\n');
+}
+
+/// How many changed files of `run` its capped list leaves out ([`crate::session::bound`]).
+fn unlisted(run: &Run) -> u64 {
+    let listed: u64 = run
+        .files_changed
+        .iter()
+        .map(crate::session::bound::files_of)
+        .sum();
+    crate::session::bound::total_of(&run.files_changed, &run.extra).saturating_sub(listed)
+}
+
+/// A sub-item `label: a, b, …and N more` with at most `max` of `items`; nothing when empty.
+fn list(out: &mut String, label: &str, items: &[String], max: usize, more: u64) {
+    if items.is_empty() {
+        return;
+    }
+    let shown = items
+        .iter()
+        .take(max)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = (items.len().saturating_sub(max)) as u64 + more;
+    let _ = write!(out, "  - {label}: {shown}");
+    if more > 0 {
+        let _ = write!(out, ", …and {more} more");
+    }
+    out.push('\n');
+}
+
+/// `path` relative to `cwd` when it lies under it, else as given.
+fn shown_path<'a>(path: &'a str, cwd: &str) -> &'a str {
+    let cwd = cwd.trim_end_matches('/');
+    path.strip_prefix(cwd)
+        .and_then(|p| p.strip_prefix('/'))
+        .filter(|p| !p.is_empty())
+        .unwrap_or(path)
 }
 
 /// The first lines of `text` (at most [`WORDS_LINES`] non-blank ones), joined by ` / `, cut
@@ -447,11 +582,18 @@ fn run_line(run: &Run) -> String {
             }
         );
     }
-    if !run.files_changed.is_empty() {
+    let own = run
+        .files_changed
+        .iter()
+        .filter(|f| !f.shared)
+        .map(crate::session::bound::files_of)
+        .sum::<u64>()
+        + unlisted(run);
+    if own > 0 {
         let _ = write!(
             line,
             ", {} changed",
-            crate::display::count(run.files_changed.len(), "file", "files")
+            crate::display::count(usize::try_from(own).unwrap_or(usize::MAX), "file", "files")
         );
     }
     line
@@ -560,8 +702,25 @@ mod tests {
                   "duration_ms": 65000, "exit_code": 0,
                   "commits": [{ "id": "0123456789abcdef0123456789abcdef01234567",
                                 "summary": "Port invoices to ledger_v2" }],
+                  "files_changed": [
+                      { "path": "src/invoice.rs", "status": "Modified" },
+                      { "path": "src/ledger_v2.rs", "status": "Added" },
+                      { "path": "Cargo.lock", "status": "Modified", "shared": true } ],
                   "transcript": { "prompts": ["Port the *invoice* job\nthen stop"],
-                                  "last_answer": answer, "model": "claude-x" } },
+                                  "last_answer": answer, "model": "claude-x",
+                                  "edits": ["/w/src/invoice.rs", "/w/src/ledger_v2.rs"],
+                                  "commands": [
+                                      { "command": "cargo test -p billing", "exit_code": 101 },
+                                      { "command": "cargo build", "exit_code": 0 },
+                                      { "command": "git diff --stat", "exit_code": 0 },
+                                      { "command": "cat <<'EOF' > notes.md\nledger notes\nEOF" },
+                                      { "command": "cargo fmt", "exit_code": 0 },
+                                      { "command": "cargo check", "exit_code": 0 } ],
+                                  "commands_omitted": 3 } },
+                { "id": "00000000-0000-4000-8000-000000000003", "agent": "gemini-cli",
+                  "argv": ["gemini"], "cwd": "/w", "state": "finished", "started_at": t,
+                  "duration_ms": 3000, "exit_code": 41, "result": "failed_start",
+                  "transcript": { "missing": "the agent's session id is not known" } },
                 { "id": "00000000-0000-4000-8000-000000000002", "agent": "codex",
                   "argv": ["codex"], "cwd": "/w", "state": "finished", "started_at": t,
                   "duration_ms": 1000, "exit_code": 1,

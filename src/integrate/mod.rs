@@ -19,7 +19,7 @@ use crate::agents::{self, Agent, hooks::Hooks};
 pub use crate::agents::hooks::{Event, Format};
 
 /// The name of the hidden subcommand the installed hooks run (`pas-agent lifecycle …`).
-pub const SUBCOMMAND: &str = "lifecycle";
+pub const SUBCOMMAND: &str = crate::launch::hooked::SUBCOMMAND;
 
 /// One agent's lifecycle hooks, as pas-agent installs them: the agent and its hooks' facts.
 #[derive(Debug, Clone, Copy)]

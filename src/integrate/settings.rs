@@ -28,7 +28,8 @@ use crate::agents::hooks::Installed;
 pub struct Edit {
     /// The new text of the file, or `None` when nothing changes.
     pub text: Option<String>,
-    /// The agent's event names whose entries were added, updated or removed.
+    /// The agent's event names whose entries were added, updated or removed, then the keys of
+    /// the top-level settings added or removed with them.
     pub events: Vec<&'static str>,
     /// Whether the file is to be deleted rather than written (a file pas-agent owned whole,
     /// [`Format::Owned`], whose hooks were removed).
@@ -451,10 +452,24 @@ fn json(
                     .and_then(|p| p.value())
                     .and_then(|v| v.as_string_lit())
                     .and_then(|s| s.decoded_value().ok());
+                let mut moved = false;
                 if current.as_deref() != Some(wanted.as_str()) {
                     if let Some(p) = found.get("command") {
                         p.set_value(CstInputValue::String(wanted));
                     }
+                    moved = true;
+                }
+                // A timeout pas-agent once wrote that the agent does not honour.
+                let timeout = integration.hooks.timeout_for(event);
+                if let Some(p) = found.get("timeout")
+                    && p.value()
+                        .and_then(|v| v.as_number_lit())
+                        .is_some_and(|n| n.to_string().trim().parse::<u64>().ok() != Some(timeout))
+                {
+                    p.set_value(CstInputValue::Number(timeout.to_string()));
+                    moved = true;
+                }
+                if moved {
                     changed.push(name);
                 }
                 continue;
@@ -468,7 +483,7 @@ fn json(
                     ("command".into(), wanted.into()),
                     (
                         "timeout".into(),
-                        CstInputValue::Number(integration.hooks.timeout.to_string()),
+                        CstInputValue::Number(integration.hooks.timeout_for(event).to_string()),
                     ),
                 ])]),
             )]));
@@ -661,7 +676,7 @@ fn toml(
                     handler["type"] = value("command");
                     handler["command"] = value(wanted);
                     handler["timeout"] =
-                        value(i64::try_from(integration.hooks.timeout).unwrap_or(60));
+                        value(i64::try_from(integration.hooks.timeout_for(event)).unwrap_or(60));
                     let mut handlers = ArrayOfTables::new();
                     handlers.push(handler);
                     let mut group = Table::new();
@@ -672,11 +687,48 @@ fn toml(
             }
         }
     }
+    changed.extend(toml_settings(&mut doc, integration, remove));
     Ok(Edit {
         text: (!changed.is_empty()).then(|| doc.to_string()),
         events: changed,
         delete: false,
     })
+}
+
+/// Adds the integration's top-level settings ([`crate::agents::hooks::Setting`]) that the file
+/// does not set, each under a comment naming pas-agent; with `remove`, takes out those still
+/// under that comment. A key the file sets otherwise is the user's, and is left alone.
+/// Returns the keys added or removed.
+fn toml_settings(
+    doc: &mut DocumentMut,
+    integration: &Integration,
+    remove: bool,
+) -> Vec<&'static str> {
+    let mut changed = Vec::new();
+    for setting in integration.hooks.settings {
+        let comment = format!("# {}\n", setting.why);
+        let ours = doc
+            .as_table()
+            .key(setting.key)
+            .and_then(|k| k.leaf_decor().prefix())
+            .and_then(|p| p.as_str())
+            .is_some_and(|p| p.contains(&comment));
+        if remove {
+            if ours && doc.as_table_mut().remove(setting.key).is_some() {
+                changed.push(setting.key);
+            }
+            continue;
+        }
+        if doc.as_table().contains_key(setting.key) {
+            continue;
+        }
+        doc.as_table_mut().insert(setting.key, value(setting.value));
+        if let Some(mut key) = doc.as_table_mut().key_mut(setting.key) {
+            key.leaf_decor_mut().set_prefix(comment);
+        }
+        changed.push(setting.key);
+    }
+    changed
 }
 
 /// A matcher group's handlers, in either form TOML allows: `[[hooks.<Event>.hooks]]` tables,
@@ -755,9 +807,28 @@ fn toml_update(
                         integration,
                         event,
                     ) {
-                        let changed = h.get("command").and_then(|c| c.as_str()) != Some(wanted);
+                        let mut changed = h.get("command").and_then(|c| c.as_str()) != Some(wanted);
                         if changed {
                             h["command"] = value(wanted);
+                        }
+                        // A timeout pas-agent once wrote that the agent does not honour.
+                        let timeout = i64::try_from(integration.hooks.timeout_for(event)).ok();
+                        if let Some(t) = timeout
+                            && h.get("timeout")
+                                .and_then(|v| v.as_integer())
+                                .is_some_and(|v| v != t)
+                        {
+                            let decor = h
+                                .get("timeout")
+                                .and_then(Item::as_value)
+                                .map(|v| v.decor().clone());
+                            h["timeout"] = value(t);
+                            if let (Some(decor), Some(v)) =
+                                (decor, h.get_mut("timeout").and_then(Item::as_value_mut))
+                            {
+                                *v.decor_mut() = decor;
+                            }
+                            changed = true;
                         }
                         return Some(changed);
                     }
@@ -769,11 +840,20 @@ fn toml_update(
                         let Some(current) = h.get_mut("command") else {
                             continue;
                         };
-                        let changed = current.as_str() != Some(wanted);
+                        let mut changed = current.as_str() != Some(wanted);
                         if changed {
                             let decor = current.decor().clone();
                             *current = toml_edit::Value::from(wanted);
                             *current.decor_mut() = decor;
+                        }
+                        let timeout = i64::try_from(integration.hooks.timeout_for(event)).ok();
+                        if let (Some(t), Some(current)) = (timeout, h.get_mut("timeout"))
+                            && current.as_integer().is_some_and(|v| v != t)
+                        {
+                            let decor = current.decor().clone();
+                            *current = toml_edit::Value::from(t);
+                            *current.decor_mut() = decor;
+                            changed = true;
                         }
                         return Some(changed);
                     }
@@ -1060,6 +1140,36 @@ mod tests {
         assert_eq!(remove(&fresh, "codex").as_deref(), Some(""));
     }
 
+    /// Codex clamps a session-end timeout to 3 s and warns at every start about a larger one;
+    /// its server runs SessionEnd at once only with `thread_unload_delay_secs = 0`.
+    #[test]
+    fn codex_gets_timeouts_it_honours_and_its_sessions_end_when_the_user_quits() {
+        let installed = install(None, "codex");
+        let v: toml_edit::DocumentMut = installed.parse().unwrap();
+        assert_eq!(
+            v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"].as_integer(),
+            Some(3)
+        );
+        assert_eq!(
+            v["hooks"]["Stop"][0]["hooks"][0]["timeout"].as_integer(),
+            Some(30)
+        );
+        assert_eq!(v["thread_unload_delay_secs"].as_integer(), Some(0));
+        assert!(installed.starts_with("# pas-agent: "), "{installed}");
+        // What an older pas-agent wrote (30 s everywhere) is brought in line.
+        let old = installed
+            .replace("timeout = 3\n", "timeout = 30\n")
+            .replace("# pas-agent: run the SessionEnd hook when you quit, not a minute later\nthread_unload_delay_secs = 0\n", "");
+        let again = install(Some(&old), "codex");
+        assert_eq!(again, installed);
+        // A delay the user set is theirs: kept, and left when the hooks go.
+        let mine = "thread_unload_delay_secs = 10\n";
+        let with_mine = install(Some(mine), "codex");
+        assert!(with_mine.starts_with(mine), "{with_mine}");
+        assert_eq!(with_mine.matches("thread_unload_delay_secs").count(), 1);
+        assert_eq!(remove(&with_mine, "codex").as_deref(), Some(mine));
+    }
+
     #[test]
     fn toml_refuses_what_it_cannot_edit() {
         for bad in [
@@ -1143,7 +1253,7 @@ mod tests {
         assert_eq!(remove(alone, "codex").as_deref(), Some(""));
         assert_eq!(
             edit(Some(alone), codex, "pas-agent", false).unwrap().events,
-            ["SessionStart", "SessionEnd"]
+            ["SessionStart", "SessionEnd", "thread_unload_delay_secs"]
         );
         for bad in [
             "[[hooks.Stop]]\nhooks = { type = \"command\", command = \"pas-agent lifecycle codex stop\" }\n",

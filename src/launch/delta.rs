@@ -6,9 +6,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::fingerprint::Fingerprints;
-use crate::git::TreeChange;
-use crate::model::{FileState, FileStatus};
+use std::path::Path;
+
+use crate::fingerprint::{self, Fingerprints};
+use crate::git::{Repo, TreeChange, WorkTree};
+use crate::model::{CommitRef, FileState, FileStatus};
+
+/// At most this many commits are recorded for one run.
+pub const MAX_COMMITS: usize = 1000;
 
 /// Computes a run's changed files.
 ///
@@ -114,6 +119,75 @@ pub fn files_changed(
         out.push(state);
     }
     out
+}
+
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// What git says a run did, from its start (HEAD and changed files then) to now.
+#[derive(Debug, Clone, Default)]
+pub struct GitOutcome {
+    /// The work tree now, with fingerprints; `None` outside git or when git failed.
+    pub tree: Option<WorkTree>,
+    /// Full commit id of HEAD now; `None` outside git or before the first commit.
+    pub head_after: Option<String>,
+    /// Commits from `head_before` to `head_after`, oldest first, at most [`MAX_COMMITS`].
+    pub commits: Vec<CommitRef>,
+    /// Files whose content or status changed since the start, committed changes included.
+    pub files_changed: Vec<FileState>,
+}
+
+/// Compares the work tree as it is now, `tree` (read by the caller), with a run's start:
+/// `head_before` and `baseline` (the files that differed from HEAD then, with fingerprints).
+/// Git failures are warnings; what could not be read stays empty.
+pub fn git_outcome_of(
+    repo: Option<&Repo>,
+    tree: Option<WorkTree>,
+    head_before: Option<&str>,
+    baseline: &[FileState],
+) -> GitOutcome {
+    let head_after = tree.as_ref().and_then(|t| t.head.commit.clone());
+    let (commits, committed) = match (repo, &head_after) {
+        (Some(repo), Some(after)) if head_before != Some(after.as_str()) => {
+            let commits = repo
+                .commits_between(head_before, after, MAX_COMMITS)
+                .unwrap_or_else(|e| {
+                    crate::term::warn(&format!("{e}; commits of this run not recorded"));
+                    Vec::new()
+                });
+            let mut changes = repo.tree_changes(head_before, after).unwrap_or_else(|e| {
+                crate::term::warn(&format!("{e}; committed files of this run not recorded"));
+                Vec::new()
+            });
+            // A commit that took pas-agent's export along changed nothing of the agent's there.
+            changes.retain(|c| !repo.only_block_committed(head_before, after, c));
+            (commits, changes)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    let files_changed = match (repo, &tree) {
+        (Some(repo), Some(tree)) => {
+            // A baseline read back from the session may hold anything: a path that is not a
+            // portable path inside the work tree is no file of this repository, and is left out.
+            let baseline: Vec<FileState> = baseline
+                .iter()
+                .filter(|f| repo.portable(&f.path))
+                .cloned()
+                .collect();
+            files_changed(&baseline, &tree.files, &committed, |p| {
+                let abs = repo.abs(p)?;
+                exists(&abs).then(|| fingerprint::of_path(&abs))
+            })
+        }
+        _ => Vec::new(),
+    };
+    GitOutcome {
+        tree,
+        head_after,
+        commits,
+        files_changed,
+    }
 }
 
 #[cfg(test)]

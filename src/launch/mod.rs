@@ -2,9 +2,11 @@
 //! after it exits (docs/launcher.md). The launcher stays the agent's parent (it never `exec`s), since
 //! only a parent can write the after-record.
 
+pub mod attribution;
 pub mod capture;
 pub mod delta;
 pub mod freeze;
+pub mod hooked;
 pub mod modes;
 pub mod outcome;
 pub mod plain;

@@ -177,6 +177,51 @@ pub fn liveness(pid: Option<u32>, token: Option<&str>) -> Liveness {
     }
 }
 
+/// The name and parent of `pid`: `(comm, ppid)`.
+#[cfg(target_os = "linux")]
+fn name_and_parent(pid: u32) -> Option<(String, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let name = stat.get(open + 1..close)?.to_string();
+    // After the name: field 3 (state), then field 4 (ppid).
+    let ppid = stat[close + 1..].split_whitespace().nth(1)?.parse().ok()?;
+    Some((name, ppid))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn name_and_parent(pid: u32) -> Option<(String, u32)> {
+    let mut sys = System::new().ok()?;
+    let p = Pid::from_u32(pid);
+    sys.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&[p]),
+        true,
+        ProcessRefreshKind::nothing(),
+    );
+    let process = sys.process(p)?;
+    Some((
+        process.name().to_string_lossy().into_owned(),
+        process.parent()?.as_u32(),
+    ))
+}
+
+/// This process's ancestors, parent first: `(pid, name)`, at most 32 of them, up to (not
+/// including) pid 1. Empty where the process table cannot be read.
+pub fn ancestors() -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let Some((_, mut pid)) = name_and_parent(std::process::id()) else {
+        return out;
+    };
+    while pid > 1 && out.len() < 32 {
+        let Some((name, parent)) = name_and_parent(pid) else {
+            break;
+        };
+        out.push((pid, name));
+        pid = parent;
+    }
+    out
+}
+
 /// Every process below `root` (not `root` itself), from each process's parent id in
 /// `/proc/<pid>/stat` (Linux; empty elsewhere), children before their own children.
 pub fn descendants(root: u32) -> Vec<u32> {
@@ -216,6 +261,43 @@ pub fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
+/// Programs that stand between an agent and the hook it runs (shells, `env`, `timeout`): the
+/// process that ran the hook is the first ancestor not named here.
+const GO_BETWEENS: &[&str] = &[
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "fish",
+    "ksh",
+    "ash",
+    "busybox",
+    "env",
+    "timeout",
+    "nice",
+    "nohup",
+    "cmd.exe",
+    "pwsh",
+    "powershell",
+];
+
+/// The process that ran this one through any shells in between (an agent running its hook),
+/// as `(pid, start token)`: the first ancestor that is not a shell or a wrapper such as
+/// `env`. `None` when none can be found.
+pub fn runner() -> Option<(u32, Option<String>)> {
+    let (pid, _) = ancestors()
+        .into_iter()
+        .find(|(_, name)| !GO_BETWEENS.contains(&name.as_str()))?;
+    Some((pid, start_token(pid)))
+}
+
+/// Whether the process `pid`, started as `token`, is an ancestor of this one (the same pid
+/// among the ancestors, and the same start when a token is given).
+pub fn is_ancestor(pid: u32, token: Option<&str>) -> bool {
+    ancestors().iter().any(|(p, _)| *p == pid)
+        && token.is_none_or(|t| start_token(pid).as_deref() == Some(t))
+}
+
 /// The direct children of `pid` (Linux; empty elsewhere).
 pub fn children(pid: u32) -> Vec<u32> {
     descendants(pid)
@@ -224,15 +306,9 @@ pub fn children(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// The parent of `pid`, from `/proc/<pid>/stat`.
+/// The parent of `pid`.
 fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    name_and_parent(pid).map(|(_, parent)| parent)
 }
 
 /// Whether `pid` exists and is not a zombie (Linux: from `/proc`; elsewhere `kill(pid, 0)`).
@@ -265,6 +341,28 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert_ne!(a, b);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_child_sees_this_process_among_its_ancestors() {
+        let me = std::process::id();
+        let out = std::process::Command::new("sh")
+            .args(["-c", "cat /proc/$$/stat"])
+            .output()
+            .unwrap();
+        let stat = String::from_utf8_lossy(&out.stdout);
+        let ppid: u32 = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(ppid, me);
+        let (_, parent) = name_and_parent(me).unwrap();
+        assert!(ancestors().first().is_some_and(|(p, _)| *p == parent));
+        assert!(is_ancestor(parent, start_token(parent).as_deref()));
+        assert!(!is_ancestor(me, None), "a process is not its own ancestor");
     }
 
     #[test]

@@ -23,9 +23,10 @@
 use chrono::Utc;
 use uuid::Uuid;
 
+use super::delta::GitOutcome;
 use super::outcome::{self, Pending};
 use super::process::{Liveness, liveness};
-use super::record::{self, GitOutcome};
+use super::record;
 use super::registry::{Entry, Frozen, Registry, State};
 use crate::error::{Error, Result};
 use crate::git;
@@ -348,6 +349,14 @@ pub fn here(cwd: &std::path::Path) {
     let Some(found) = Project::find_opt(cwd) else {
         return;
     };
+    // Agent sessions seen through their hooks whose run was not recorded when they ended.
+    if super::hooked::any_over(&found)
+        && let Err(e) = super::hooked::complete(&found, super::hooked::Turn::Skip)
+    {
+        crate::term::warn(&format!(
+            "could not record the agent sessions that ended: {e}"
+        ));
+    }
     match project(&found) {
         Ok(closed) => report(&closed),
         // The command itself loads the session next and reports these, once.

@@ -8,7 +8,7 @@ use std::time::Instant;
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::delta;
+use super::delta::{self, GitOutcome};
 use super::outcome;
 use super::plain::Exit;
 use super::process::{self, Liveness};
@@ -18,11 +18,8 @@ use crate::error::Result;
 use crate::export::{self, Target};
 use crate::fingerprint;
 use crate::git::{self, Detail, Repo, WorkTree};
-use crate::model::{CommitRef, FileState, FileStatus, Run, RunState, Session};
+use crate::model::{FileState, FileStatus, Run, RunState, Session};
 use crate::session::{Project, ops};
-
-/// At most this many commits are recorded for one run.
-pub const MAX_COMMITS: usize = 1000;
 
 /// What to do around the run.
 #[derive(Debug, Clone)]
@@ -209,6 +206,7 @@ fn running_record(
         checkpoint_after: None,
         capture: plan.capture.clone(),
         baseline: None,
+        result: None,
         transcript: None,
         extra: {
             // Whether the agent started is noted when it does (null until then).
@@ -377,23 +375,6 @@ fn note_written(repo: &Repo, path: &Path, created: bool, baseline: &mut Vec<File
     }
 }
 
-fn exists(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok()
-}
-
-/// What git says a run did, from its start (HEAD and changed files then) to now.
-#[derive(Debug, Clone, Default)]
-pub struct GitOutcome {
-    /// The work tree now, with fingerprints; `None` outside git or when git failed.
-    pub tree: Option<WorkTree>,
-    /// Full commit id of HEAD now; `None` outside git or before the first commit.
-    pub head_after: Option<String>,
-    /// Commits from `head_before` to `head_after`, oldest first, at most [`MAX_COMMITS`].
-    pub commits: Vec<CommitRef>,
-    /// Files whose content or status changed since the start, committed changes included.
-    pub files_changed: Vec<FileState>,
-}
-
 /// Compares the work tree now with a run's start: `head_before` and `baseline` (the files that
 /// differed from HEAD then, with fingerprints). Git failures are warnings; what could not be
 /// read stays empty.
@@ -402,48 +383,7 @@ pub fn git_outcome(
     head_before: Option<&str>,
     baseline: &[FileState],
 ) -> GitOutcome {
-    let tree = live_tree(repo);
-    let head_after = tree.as_ref().and_then(|t| t.head.commit.clone());
-    let (commits, committed) = match (repo, &head_after) {
-        (Some(repo), Some(after)) if head_before != Some(after.as_str()) => {
-            let commits = repo
-                .commits_between(head_before, after, MAX_COMMITS)
-                .unwrap_or_else(|e| {
-                    crate::term::warn(&format!("{e}; commits of this run not recorded"));
-                    Vec::new()
-                });
-            let mut changes = repo.tree_changes(head_before, after).unwrap_or_else(|e| {
-                crate::term::warn(&format!("{e}; committed files of this run not recorded"));
-                Vec::new()
-            });
-            // A commit that took pas-agent's export along changed nothing of the agent's there.
-            changes.retain(|c| !repo.only_block_committed(head_before, after, c));
-            (commits, changes)
-        }
-        _ => (Vec::new(), Vec::new()),
-    };
-    let files_changed = match (repo, &tree) {
-        (Some(repo), Some(tree)) => {
-            // A baseline read back from the session may hold anything: a path that is not a
-            // portable path inside the work tree is no file of this repository, and is left out.
-            let baseline: Vec<FileState> = baseline
-                .iter()
-                .filter(|f| repo.portable(&f.path))
-                .cloned()
-                .collect();
-            delta::files_changed(&baseline, &tree.files, &committed, |p| {
-                let abs = repo.abs(p)?;
-                exists(&abs).then(|| fingerprint::of_path(&abs))
-            })
-        }
-        _ => Vec::new(),
-    };
-    GitOutcome {
-        tree,
-        head_after,
-        commits,
-        files_changed,
-    }
+    delta::git_outcome_of(repo, live_tree(repo), head_before, baseline)
 }
 
 /// How long reading the agent's transcripts after a run may take in all; past it the run is
@@ -577,6 +517,10 @@ pub fn finish(
     let git_unknown = tree.is_none() && (started.repo.is_some() || started.git_unknown);
     let run_id = started.run_id;
     let nonce = started.nonce.clone();
+    // Agent sessions started outside the launcher that are still going on: their files are
+    // not known yet (see `attribution`).
+    let live = super::hooked::in_progress(project, None);
+    let top = started.repo.as_ref().map(|r| r.top.clone());
     // `pas-agent freeze` ended it (the registry says so while it holds the entry).
     let frozen = registry::Registry::open()
         .and_then(|r| r.get(run_id))
@@ -643,12 +587,48 @@ pub fn finish(
                     }
                 }
         });
-        let (session_id, session_note) = super::session_id::choose(
-            &agent_session,
-            &claimed,
-            unresolved,
-            plan.agent.map_or(plan.label.as_str(), |a| a.name),
-        );
+        let agent_name = plan.agent.map_or(plan.label.as_str(), |a| a.name);
+        let (session_id, mut session_note) =
+            super::session_id::choose(&agent_session, &claimed, unresolved, agent_name);
+        let unconfirmed = match (&session_id, &agent_session.unconfirmed) {
+            (None, Some(id)) if session_note.is_none() => {
+                session_note = Some(format!(
+                    "pas-agent started it with session id {id}, but {agent_name}'s store holds no session under that id: the agent did not start one"
+                ));
+                Some(id.clone())
+            }
+            _ => None,
+        };
+        // The agent's hooks may have recorded this very session (they ran with another
+        // environment than the launcher's): the launcher's record is the one kept.
+        let mut index = index;
+        if let Some(id) = session_id
+            .as_deref()
+            .or(s.runs[index].agent_session_id.as_deref())
+        {
+            let id = id.to_string();
+            let me = &s.runs[index];
+            let (agent, from) = (me.agent.clone(), me.started_at);
+            if super::hooked::drop_inside(&mut s.runs, &agent, &id, from, ended_at) > 0 {
+                index = s
+                    .runs
+                    .iter()
+                    .position(|r| r.id == run_id && r.nonce.as_deref() == Some(nonce.as_str()))
+                    .unwrap_or(index);
+            }
+        }
+        let others: Vec<super::attribution::Other> = top
+            .as_ref()
+            .map(|top| {
+                s.runs
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != index)
+                    .filter_map(|(_, r)| super::attribution::Other::of_run(r, top))
+                    .chain(live.iter().cloned())
+                    .collect()
+            })
+            .unwrap_or_default();
         let run = &mut s.runs[index];
         run.state = RunState::Finished;
         run.ended_at = Some(ended_at);
@@ -658,7 +638,6 @@ pub fn finish(
         run.head_after = head_after.clone();
         run.commits = commits.clone();
         run.files_changed = files_changed.clone();
-        crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
         run.checkpoint_after = checkpoint_after.flatten();
         if session_id.is_some() {
             run.agent_session_id = session_id;
@@ -675,6 +654,35 @@ pub fn finish(
         if let Some(t) = words.for_session(run.agent_session_id.as_deref()) {
             run.transcript = Some(t);
         }
+        if let (Some(id), Some(t)) = (&unconfirmed, run.transcript.as_mut())
+            && run.agent_session_id.is_none()
+        {
+            *t = crate::model::Transcript::missing(format!(
+                "{agent_name}'s store holds no session {id}, the id pas-agent started it with"
+            ));
+        }
+        // Whose files: the agent's own transcript against the other runs at that time.
+        let own = top
+            .as_ref()
+            .zip(run.transcript.as_ref())
+            .and_then(|(top, t)| {
+                t.source.is_some().then(|| {
+                    super::attribution::relative_edits(
+                        &t.edits,
+                        std::path::Path::new(&run.cwd),
+                        top,
+                    )
+                })
+            });
+        super::attribution::attribute(
+            &mut run.files_changed,
+            own.as_deref(),
+            &others,
+            run.started_at,
+            ended_at,
+        );
+        crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
+        run.result = crate::model::RunResult::judged(run, unconfirmed.is_some());
         match &session_note {
             Some(note) => {
                 run.extra.insert(
@@ -695,6 +703,16 @@ pub fn finish(
         }
         run.baseline = None;
         let run = run.clone();
+        if let Some(edits) = own.as_deref().filter(|e| !e.is_empty()) {
+            for (i, r) in s.runs.iter_mut().enumerate() {
+                if i != index
+                    && r.started_at < ended_at
+                    && r.ended_at.is_none_or(|e| e > run.started_at)
+                {
+                    super::attribution::give_back(r, edits);
+                }
+            }
+        }
         s.updated_at = ended_at;
         Ok(Finished {
             run,

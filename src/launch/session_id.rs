@@ -93,13 +93,17 @@ pub struct Found {
     pub sure: Option<String>,
     /// Sessions of this directory that started inside the run, newest first.
     pub guesses: Vec<String>,
+    /// The id the launcher chose and passed on the agent's command line, when the agent's
+    /// store holds no session under it and no other session of the run was found (the agent
+    /// did not start one: it failed before, or ignored the flag).
+    pub unconfirmed: Option<String>,
 }
 
 impl Found {
     fn sure(id: impl Into<String>) -> Found {
         Found {
             sure: Some(id.into()),
-            guesses: Vec::new(),
+            ..Found::default()
         }
     }
 
@@ -112,6 +116,7 @@ impl Found {
                 .into_iter()
                 .filter(|id| shape.accepts(id))
                 .collect(),
+            unconfirmed: self.unconfirmed.filter(|id| shape.accepts(id)),
         }
     }
 }
@@ -141,6 +146,7 @@ fn settle(run: &RunFacts<'_>, mut all: Vec<Candidate>) -> Found {
     Found {
         sure: None,
         guesses,
+        unconfirmed: None,
     }
 }
 
@@ -205,7 +211,16 @@ fn discover_any(run: &RunFacts<'_>) -> Found {
             };
             // The agent may have ignored the flag (claude-code#44607): believe the store.
             match run.agent.store.and_then(|s| s.has(chosen, run.cwd)) {
-                Some(false) => read_store(run),
+                Some(false) => {
+                    let found = read_store(run);
+                    if found.sure.is_none() && found.guesses.is_empty() {
+                        return Found {
+                            unconfirmed: Some(chosen.to_string()),
+                            ..found
+                        };
+                    }
+                    found
+                }
                 _ => Found::sure(chosen),
             }
         }
@@ -232,6 +247,7 @@ pub fn after_resume(run: &RunFacts<'_>, resumed: &str) -> Found {
         Some(Found { guesses, .. }) if !guesses.is_empty() => Found {
             sure: None,
             guesses,
+            unconfirmed: None,
         },
         _ => Found::sure(resumed),
     }
@@ -378,6 +394,7 @@ mod tests {
         let found = Found {
             sure: None,
             guesses: vec!["b".into(), "a".into()],
+            unconfirmed: None,
         };
         assert_eq!(
             choose(&found, &[], false, "Codex"),

@@ -105,6 +105,21 @@ pub fn acquire_file(path: &Path) -> Result<LockGuard> {
     Ok(lock)
 }
 
+/// Takes the exclusive lock on the file at `path` (created if missing, through the
+/// [`WriteGuard`] of its directory), waiting at most `limit` (zero: one try), and nothing
+/// else: no temp files are removed, so the directory may hold files written without this
+/// lock (the hooks' session markers).
+///
+/// Errors: as [`acquire`]; [`Error::Locked`] when another process holds it past `limit`.
+pub fn acquire_only(path: &Path, limit: Duration) -> Result<LockGuard> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let guard = WriteGuard::new(dir).map_err(|e| Error::io(dir, e))?;
+    lock_file(&guard, path, limit)
+}
+
 fn lock_file(guard: &WriteGuard, path: &Path, limit: Duration) -> Result<LockGuard> {
     let path = path.to_path_buf();
     let (mut file, _created) = guard.open_lock(&path).map_err(|e| match e {

@@ -783,6 +783,8 @@ fn conform(row: &Row) {
         return;
     };
     assert_task_once(row, &later);
+    // The session-end hook only marks the end; a detached completion records the run.
+    crate::integrate::settled(&sb);
     let all = runs(&sb);
     assert_eq!(
         all.len(),
@@ -856,6 +858,8 @@ fn qwen_code_started_interactively_is_recorded_from_its_hooks() {
     t.keys(&["Enter"]);
     assert_eq!(t.exit_code_only(), 0);
     assert_task_once(&row, &requests_since(&mock, &row, 0));
+    // The session-end hook only marks the end; a detached completion records the run.
+    crate::integrate::settled(&sb);
     let all = runs(&sb);
     assert_eq!(all.len(), 1, "{all:#?}");
     let run = &all[0];

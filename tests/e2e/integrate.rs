@@ -201,6 +201,18 @@ fn a_settings_file_that_does_not_parse_is_refused_and_left_unchanged() {
     }
 }
 
+/// Waits until every agent session that ended has been recorded: the session-end hook only
+/// marks the end, and a detached `pas-agent lifecycle <agent> complete` records the run.
+pub fn settled(sb: &Sandbox) {
+    let dir = sb.path(".pas-agent/runs/hooks");
+    crate::launcher_support::wait_for("the ended sessions to be recorded", || {
+        let pending = walk(&dir)
+            .into_iter()
+            .any(|p| std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\"ended_at\"")));
+        (!pending).then_some(())
+    });
+}
+
 /// Runs `pas-agent lifecycle <agent> <event>` with `payload` on stdin.
 fn lifecycle(sb: &Sandbox, agent: &str, event: &str, payload: &str) -> Output {
     let mut cmd = sb.cmd();
@@ -276,6 +288,7 @@ fn hooks_never_fail_the_agent_and_count_only_what_changed_during_the_session() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
+    settled(&sb);
 
     let all = runs(&sb);
     assert_eq!(all.len(), 1);
@@ -291,6 +304,7 @@ fn hooks_never_fail_the_agent_and_count_only_what_changed_during_the_session() {
     assert!(run["checkpoint_after"].is_string());
     // The end seen twice records nothing more.
     lifecycle(&sb, "claude", "session-end", &payload(""));
+    settled(&sb);
     assert_eq!(runs(&sb).len(), 1);
 
     // Bad input: exit 0, the reason on stderr, nothing recorded.
@@ -337,6 +351,7 @@ fn store_holds(dir: &Path, id: &str) {
 
 /// The one run recorded from the hooks of `agent`, started directly.
 fn recorded_directly(sb: &Sandbox, agent: &str) -> Value {
+    settled(sb);
     let all = runs(sb);
     assert_eq!(all.len(), 1, "{all:#?}");
     let run = all[0].clone();
@@ -514,12 +529,19 @@ fn a_damaged_session_never_fails_the_agent_and_old_markers_are_cleared() {
         .unwrap();
     let out = lifecycle(&sb, "gemini", "session-start", &payload);
     assert!(out.status.success());
-    assert!(!stale.exists(), "the old marker was cleared");
+    crate::launcher_support::wait_for("the old marker to be cleared", || {
+        (!stale.exists()).then_some(())
+    });
+    assert!(
+        runs(&sb).is_empty(),
+        "nothing of that session was seen but a stray file"
+    );
     assert!(
         sb.path(&format!(".pas-agent/runs/hooks/gemini-{id}.json"))
             .exists()
     );
 
+    let good = sb.read(".pas-agent/session.json");
     let damaged = "{ this is not a session";
     sb.write(".pas-agent/session.json", damaged);
     for event in ["session-start", "stop", "session-end"] {
@@ -530,7 +552,7 @@ fn a_damaged_session_never_fails_the_agent_and_old_markers_are_cleared() {
             "",
             "{event}: no context from a damaged session"
         );
-        if event != "stop" {
+        if event == "session-start" {
             assert!(
                 stderr(&out).contains("warning:"),
                 "{event}: {}",
@@ -538,7 +560,18 @@ fn a_damaged_session_never_fails_the_agent_and_old_markers_are_cleared() {
             );
         }
     }
+    // The end only marks; its completion cannot record the run in a damaged session, and
+    // leaves the marker for later.
+    std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(sb.read(".pas-agent/session.json"), damaged);
+    let marker = sb.path(&format!(".pas-agent/runs/hooks/gemini-{id}.json"));
+    assert!(marker.exists());
+    // Repaired, the next command records the session.
+    sb.write(".pas-agent/session.json", &good);
+    let out = sb.ok(&["runs"]);
+    assert!(out.contains("gemini-cli"), "{out}");
+    assert_eq!(runs(&sb).len(), 1);
+    assert!(!marker.exists());
 }
 
 #[test]
@@ -684,6 +717,9 @@ fn markers_never_go_through_a_link_and_only_old_markers_are_cleared() {
     }
     let out = lifecycle(&sb, "gemini", "session-start", &payload);
     assert!(out.status.success());
+    crate::launcher_support::wait_for("the old marker to be cleared", || {
+        (!sb.path(&format!("{dir}/{other}")).exists()).then_some(())
+    });
     assert!(sb.path(&format!("{dir}/notes.json")).exists());
     assert!(sb.path(&format!("{dir}/claude-not-a-uuid.json")).exists());
     assert!(
@@ -712,6 +748,9 @@ fn a_session_whose_start_was_not_seen_is_recorded_once_whatever_comes_after() {
     ] {
         let out = lifecycle(&sb, "claude", event, &payload(extra));
         assert!(out.status.success(), "{}", stderr(&out));
+        if event == "session-end" {
+            settled(&sb);
+        }
     }
     let all = runs(&sb);
     assert_eq!(all.len(), 1, "{all:#?}");
@@ -719,6 +758,7 @@ fn a_session_whose_start_was_not_seen_is_recorded_once_whatever_comes_after() {
     // A start seen later (the session resumed) is recorded again.
     lifecycle(&sb, "claude", "session-start", &payload(""));
     lifecycle(&sb, "claude", "session-end", &payload(""));
+    settled(&sb);
     assert_eq!(runs(&sb).len(), 2);
     let markers = walk(&sb.path(".pas-agent/runs/hooks"));
     assert!(markers.is_empty(), "{markers:?}");

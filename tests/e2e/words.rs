@@ -392,6 +392,7 @@ fn a_run_recorded_by_the_hooks_hands_off_its_stop_message() {
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{event}: {}", stderr(&out));
     }
+    crate::integrate::settled(&sb);
     assert_eq!(runs(&sb).len(), 1);
     let shown = sb.ok(&["runs", "1"]);
     assert!(shown.contains("I made g.txt"), "{shown}");
