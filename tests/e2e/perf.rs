@@ -462,11 +462,13 @@ fn traced(sb: &Sandbox, dir: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Which path answered `status` (`PAS_AGENT_STATUS_TRACE=1`): "fast", or a gix path.
+/// Which path answered `status` (`PAS_AGENT_STATUS_TRACE=1`): "fast", or a gix path (the
+/// fast path's line on the directory cache, [`cache_use`], left aside).
 fn status_path(sb: &Sandbox) -> String {
     traced(sb, ".", &["status", "--json"])
         .lines()
-        .find_map(|l| l.strip_prefix("pas-agent: status: "))
+        .filter_map(|l| l.strip_prefix("pas-agent: status: "))
+        .find(|l| !l.starts_with("directories: "))
         .unwrap_or("none")
         .to_string()
 }
