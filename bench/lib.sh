@@ -5,8 +5,12 @@
 # temporary directory, removed when the script exits. On x86_64 Linux that is `cargo
 # build-static` (glibc linked in, .cargo/config.toml; docs/performance.md "Start-up"),
 # elsewhere `cargo build --release`.
+# BENCH_BIN=path uses that binary instead (e.g. `cargo build --release`'s, as `cargo install`
+# builds it).
 start_bench() {
-  if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+  if [ -n "${BENCH_BIN:-}" ]; then
+    bin=$(realpath "$BENCH_BIN")
+  elif [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
     cargo build-static -q
     bin="${CARGO_TARGET_DIR:-$PWD/target}/x86_64-unknown-linux-gnu/release/pas-agent"
   else

@@ -291,7 +291,7 @@ impl Cache {
                 .iter()
                 .zip(&old)
                 .all(|((path, e), o)| *path == o.path(&data) && *e == o.view(&data));
-        if !unchanged && write(&file, &encode(&top, &rows)).is_some() {
+        if !unchanged && write_file(&file, &encode(&top, &rows), MAX_CACHE_BYTES).is_some() {
             // The JSON cache an earlier build kept for this work tree is never read again.
             let _ = std::fs::remove_file(file.with_extension("json"));
         }
@@ -440,8 +440,11 @@ fn fingerprints(view: View<'_>) -> Option<Fingerprints> {
     })
 }
 
-fn write(file: &Path, bytes: &[u8]) -> Option<()> {
-    if bytes.len() as u64 > MAX_CACHE_BYTES {
+/// Writes a per-user cache file (`bytes`, at most `limit` of them; a larger one removes the
+/// file instead) in a directory of mode 0700 made when missing, without `fsync`: a cache is
+/// checked before use. `None` when it could not be written.
+pub(crate) fn write_file(file: &Path, bytes: &[u8], limit: u64) -> Option<()> {
+    if bytes.len() as u64 > limit {
         let _ = std::fs::remove_file(file);
         return None;
     }

@@ -44,16 +44,19 @@ use gix::index::entry::{Flags, Stat, stat};
 use rustix::fs::{AtFlags, FileType, OFlags};
 use rustix::io::Errno;
 
+use super::dircache::{ChildrenHash, DirCache, DirStat, Row, Used};
+
 /// What the entry pass found for one index entry that changed in the work tree: its index
 /// position and git's Y letter (`M` modified, `D` deleted, `T` type changed).
 pub(super) type Change = (usize, char);
 
 /// What the pass found, unsorted: the changed entries, and the untracked paths (nested
-/// repositories as `dir/`).
+/// repositories as `dir/`); and what it did with the directory cache.
 #[derive(Default)]
 pub(super) struct Found {
     pub changes: Vec<Change>,
     pub untracked: Vec<Vec<u8>>,
+    pub cache: Used,
 }
 
 /// Why the fast pass gave up, in a few words: the caller runs gix's full status instead.
@@ -88,6 +91,8 @@ pub(super) struct Shared<'a> {
     /// For a dirty check only: the session root's prefix (`/`-terminated, "" for the top).
     /// The pass then ends at the first change below it (outside `.pas-agent/`).
     pub first_change_below: Option<&'a [u8]>,
+    /// What each directory held that the index does not, as last read (`dircache.rs`).
+    pub cache: &'a DirCache,
 }
 
 /// Compares every index entry with the work tree at `workdir` and lists the untracked paths.
@@ -148,6 +153,7 @@ pub(super) fn status(
             found: Found::default(),
             first_change_below: shared.first_change_below,
             enough,
+            cache: shared.cache,
         }
         .run(all, next, stop);
         if result.is_err() {
@@ -178,6 +184,8 @@ pub(super) fn status(
         let part = part?;
         out.changes.extend(part.changes);
         out.untracked.extend(part.untracked);
+        out.cache.kept.extend(part.cache.kept);
+        out.cache.read.extend(part.cache.read);
     }
     Ok(out)
 }
@@ -227,6 +235,7 @@ struct Pass<'a> {
     first_change_below: Option<&'a [u8]>,
     /// Set once a dirty check has its answer: every thread stops.
     enough: &'a AtomicBool,
+    cache: &'a DirCache,
 }
 
 impl<'a> Pass<'a> {
@@ -474,11 +483,24 @@ impl<'a> Pass<'a> {
         if depth > MAX_DEPTH {
             return Err(GiveUp("an untracked directory nested too deep"));
         }
+        let mut table = std::mem::take(&mut self.children);
+        table.fill(self.index, prefix, below)?;
+        // The names the index does not have, as last read when the directory has not changed.
+        let cache: &'a DirCache = self.cache;
+        let stat = if cache.enabled() {
+            DirStat::of(fd)
+        } else {
+            None
+        };
+        if let Some(at) = stat.and_then(|stat| cache.lookup(prefix, stat, table.hash)) {
+            self.children = table;
+            self.found.cache.kept.push(at);
+            return self.untracked_names(fd, prefix, cache.names(at), depth);
+        }
+        table.index();
         if self.buf.is_empty() {
             self.buf.resize(DIR_BUFFER, MaybeUninit::uninit());
         }
-        let mut table = std::mem::take(&mut self.children);
-        table.fill(self.index, prefix, below)?;
         // First the names the index does not have (tracked ones are only looked up), then
         // what they are.
         let mut untracked: Vec<(Vec<u8>, FileType)> = Vec::new();
@@ -504,9 +526,39 @@ impl<'a> Pass<'a> {
             }
         }
         self.buf = buf;
+        let children = table.hash;
         self.children = table;
+        self.untracked_names(
+            fd,
+            prefix,
+            untracked
+                .iter()
+                .map(|(name, kind)| (name.as_slice(), *kind)),
+            depth,
+        )?;
+        if let Some(stat) = stat {
+            self.found.cache.read.push(Row {
+                path: prefix.to_vec(),
+                stat,
+                children,
+                names: untracked,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records what the names of the directory open as `fd` (at `prefix`) that the index does
+    /// not have are: untracked files and symbolic links unless ignored, and untracked
+    /// directories ([`Pass::untracked_dir`]); anything else is not listed.
+    fn untracked_names<'n>(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        prefix: &[u8],
+        names: impl Iterator<Item = (&'n [u8], FileType)>,
+        depth: usize,
+    ) -> Result<(), GiveUp> {
         let mut path = Vec::with_capacity(prefix.len() + 64);
-        for (name, kind) in untracked {
+        for (name, kind) in names {
             if self.enough.load(Ordering::Relaxed) {
                 return Ok(());
             }
@@ -515,10 +567,10 @@ impl<'a> Pass<'a> {
                 path.extend_from_slice(prefix);
                 path.push(b'/');
             }
-            path.extend_from_slice(&name);
+            path.extend_from_slice(name);
             if kind == FileType::Directory {
                 // No index entry is below it (else it would be a tracked directory).
-                self.untracked_dir(fd, &name, &path, depth + 1)?;
+                self.untracked_dir(fd, name, &path, depth + 1)?;
             } else if matches!(kind, FileType::RegularFile | FileType::Symlink)
                 && !self.excluded(&path, false)?
             {
@@ -679,13 +731,16 @@ fn entries_below(index: &gix::index::State, first: usize, prefix: &[u8]) -> usiz
 struct Children<'a> {
     /// The children: name, and whether it is a directory.
     names: Vec<(&'a [u8], bool)>,
-    /// Indices into `names`, `u32::MAX` for an empty slot; a power of two long.
+    /// Indices into `names`, `u32::MAX` for an empty slot; a power of two long. Made by
+    /// [`Children::index`], only when the directory is read.
     slots: Vec<u32>,
+    /// The hash of `names`, the directory cache's key (`dircache.rs`).
+    hash: u64,
 }
 
 impl<'a> Children<'a> {
-    /// Makes the table of the directory `prefix` (empty for the top), whose entries are
-    /// `below` (sorted, as the index is).
+    /// Collects the children of the directory `prefix` (empty for the top), whose entries are
+    /// `below` (sorted, as the index is), and their hash; [`Children::index`] makes the table.
     fn fill(
         &mut self,
         index: &'a gix::index::State,
@@ -693,6 +748,8 @@ impl<'a> Children<'a> {
         below: std::ops::Range<usize>,
     ) -> Result<(), GiveUp> {
         self.names.clear();
+        self.slots.clear();
+        let mut hash = ChildrenHash::default();
         let entries = index.entries();
         let skip = if prefix.is_empty() {
             0
@@ -711,19 +768,27 @@ impl<'a> Children<'a> {
                     // `a/…` stays together even with `a.txt` or `a-b/…` around it).
                     let dir = &path[..skip + k + 1];
                     self.names.push((&rel[..k], true));
+                    hash.add(&rel[..k], true);
                     j += 1 + entries[j + 1..below.end]
                         .partition_point(|e| e.path(index).as_bytes().starts_with(dir));
                 }
                 None => {
                     self.names.push((rel, false));
+                    hash.add(rel, false);
                     j += 1;
                 }
             }
         }
-        let len = (self.names.len() * 2).next_power_of_two().max(8);
-        if u32::try_from(len).is_err() {
+        self.hash = hash.value();
+        if u32::try_from(self.names.len()).is_err() {
             return Err(GiveUp("a directory with too many entries"));
         }
+        Ok(())
+    }
+
+    /// Makes the hash table of the names [`Children::fill`] collected.
+    fn index(&mut self) {
+        let len = (self.names.len() * 2).next_power_of_two().max(8);
         self.slots.clear();
         self.slots.resize(len, u32::MAX);
         let mask = len - 1;
@@ -732,9 +797,8 @@ impl<'a> Children<'a> {
             while self.slots[at] != u32::MAX {
                 at = (at + 1) & mask;
             }
-            self.slots[at] = n as u32; // below `len`, checked above
+            self.slots[at] = n as u32; // fewer than `u32::MAX` names, checked by `fill`
         }
-        Ok(())
     }
 
     /// Whether the directory has a child `name` that is a directory (`is_dir`) or not.

@@ -8,6 +8,7 @@
 //! output gives them. Only files under the session root count, and its `.pas-agent/` never does.
 
 mod cli;
+mod dircache;
 mod fast;
 pub mod layout;
 mod native;

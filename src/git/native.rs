@@ -366,7 +366,12 @@ impl Native {
         }
         let git_dir_realpath = gix::path::realpath(self.repo.git_dir())
             .map_err(|_| GiveUp("the repository's own directory cannot be resolved"))?;
-        let found = super::fast::status(
+        // What each directory held beyond the index, as last read (`dircache.rs`), keyed on the
+        // work tree's real path.
+        let cache = gix::path::realpath(workdir)
+            .map(|top| super::dircache::DirCache::open(&top))
+            .unwrap_or_default();
+        let mut found = super::fast::status(
             workdir,
             index,
             rules,
@@ -374,8 +379,19 @@ impl Native {
                 repo: &self.sync,
                 git_dir_realpath: &git_dir_realpath,
                 first_change_below: (detail == Detail::Dirty).then_some(prefix.as_bytes()),
+                cache: &cache,
             },
         )?;
+        let used = std::mem::take(&mut found.cache);
+        trace(&format!(
+            "directories: {} read, {} from the cache",
+            used.read.len(),
+            used.kept.len()
+        ));
+        // Only a complete pass knows every directory: a dirty check stops at its first change.
+        if detail != Detail::Dirty {
+            cache.save(used);
+        }
         // Collected, sorted once and built in one go: the changes come in index order, so
         // the sort is mostly a check, where inserting into the map one by one compared every
         // path with several others.

@@ -462,11 +462,13 @@ fn traced(sb: &Sandbox, dir: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Which path answered `status` (`PAS_AGENT_STATUS_TRACE=1`): "fast", or a gix path.
+/// Which path answered `status` (`PAS_AGENT_STATUS_TRACE=1`): "fast", or a gix path (the
+/// fast path's line on the directory cache, [`cache_use`], left aside).
 fn status_path(sb: &Sandbox) -> String {
     traced(sb, ".", &["status", "--json"])
         .lines()
-        .find_map(|l| l.strip_prefix("pas-agent: status: "))
+        .filter_map(|l| l.strip_prefix("pas-agent: status: "))
+        .find(|l| !l.starts_with("directories: "))
         .unwrap_or("none")
         .to_string()
 }
@@ -745,4 +747,157 @@ fn a_skip_worktree_gitignore_is_read_from_the_index() {
     assert!(!c.iter().any(|p| p.contains("noise.log")), "{c:?}");
     let trace = traced(&sb, "", &["status"]);
     assert!(trace.contains("status: fast"), "{trace}");
+}
+
+/// What the directory cache did in each status of one command (`PAS_AGENT_STATUS_TRACE=1`):
+/// (directories read, directories answered from the cache).
+fn cache_use(trace: &str) -> Vec<(usize, usize)> {
+    trace
+        .lines()
+        .filter_map(|l| l.strip_prefix("pas-agent: status: directories: "))
+        .map(|rest| {
+            let (read, kept) = rest.split_once(" read, ").expect("trace shape");
+            let kept = kept.strip_suffix(" from the cache").expect("trace shape");
+            (read.parse().unwrap(), kept.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The directory cache (`src/git/dircache.rs`): `status --json` with it is byte for byte the
+/// full computation's and git's, whether the cache is missing, warm, stale (a name added,
+/// removed or renamed in a nested directory; a directory whose modification time is put back
+/// to the recorded one; a name that became tracked while its directory did not change),
+/// damaged, or written by another version; with git's own untracked cache on. And a warm
+/// status reads no directory at all.
+#[test]
+fn status_directory_cache_matches_the_full_computation() {
+    let (sb, runtime) = crate::common::session_with_runtime();
+    sb.git(&["config", "core.untrackedCache", "true"]);
+    sb.write(".gitignore", "*.log\n");
+    for dir in ["a/b/c", "a/b/d", "e/f", "g"] {
+        sb.write(&format!("{dir}/tracked.txt"), "t\n");
+    }
+    sb.git(&["add", "-A", ":!.pas-agent"]);
+    sb.git(&["commit", "-q", "-m", "tree"]);
+    for file in [
+        "a/b/c/new.txt",
+        "a/b/d/later.txt",
+        "a/b/d/kept.txt",
+        "e/f/u/v/w/deep.txt",
+        "e/f/u/v/gone.txt",
+        "e/f/u/v/name.txt",
+        "g/only.log",
+        "g/ignored-only/x.log",
+        "top.txt",
+    ] {
+        sb.write(file, "u\n");
+    }
+    age_files(&sb);
+    sb.git(&["update-index", "-q", "--refresh"]);
+    sb.git(&["status", "--porcelain"]); // git's untracked cache, written into the index
+    // A checkpoint, so that `status` lists every change (without one it only asks "dirty?").
+    sb.ok(&["checkpoint", "base"]);
+    // Rows are recorded only for directories whose times are two whole seconds old.
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    let compare = |state: &str| -> Vec<(usize, usize)> {
+        let run = |env: &[(&str, &str)]| {
+            let mut cmd = sb.cmd();
+            cmd.args(["status", "--json"])
+                .env("PAS_AGENT_STATUS_TRACE", "1");
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            let out = cmd.output().expect("run pas-agent");
+            assert!(out.status.success(), "{state}: {out:?}");
+            (
+                out.stdout,
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let (cached, trace) = run(&[]);
+        let (full, _) = run(&[("PAS_AGENT_FULL_STATUS", "1")]);
+        let (cli, _) = run(&[("PAS_AGENT_GIT", "cli")]);
+        assert!(trace.contains("status: fast"), "{state}: {trace}");
+        assert_eq!(
+            String::from_utf8_lossy(&cached),
+            String::from_utf8_lossy(&full),
+            "{state}: with the directory cache differs from the full computation"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&cached),
+            String::from_utf8_lossy(&cli),
+            "{state}: differs from git's"
+        );
+        let used = cache_use(&trace);
+        assert!(!used.is_empty(), "{state}: {trace}");
+        used
+    };
+    let file = || {
+        let dir = runtime.join("pas-agent/directories");
+        let files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        files[0].clone()
+    };
+
+    // Missing: every directory read, then recorded.
+    let cold = compare("no cache");
+    assert!(cold.iter().all(|&(_, kept)| kept == 0), "{cold:?}");
+    let (read, _) = cold[cold.len() - 1];
+    assert!(read >= 12, "{cold:?}");
+    // Warm: no directory read (`.pas-agent/` is written by each command, and ignored below).
+    let warm = compare("warm");
+    let (read_warm, kept) = warm[warm.len() - 1];
+    assert!(
+        read_warm <= 1 && kept + read_warm == read,
+        "{warm:?} after {cold:?}"
+    );
+
+    // Stale, one directory at a time.
+    sb.write("a/b/c/added.txt", "n\n");
+    compare("a file added in a nested directory");
+    std::fs::remove_file(sb.path("e/f/u/v/w/deep.txt")).unwrap();
+    compare("the only file of a nested untracked directory removed");
+    // Renamed, then the directory's modification time put back to the recorded one: its change
+    // time still moves.
+    let v = sb.path("e/f/u/v");
+    let mtime = std::fs::metadata(&v).unwrap().modified().unwrap();
+    std::fs::rename(v.join("name.txt"), v.join("renamed.txt")).unwrap();
+    std::fs::File::open(&v)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(std::fs::metadata(&v).unwrap().modified().unwrap(), mtime);
+    compare("a file renamed, its directory's mtime unchanged");
+    // A name that became tracked: its directory did not change, the index did.
+    sb.git(&["add", "a/b/d/later.txt"]);
+    sb.git(&["commit", "-q", "-m", "later"]);
+    sb.git(&["update-index", "-q", "--refresh"]);
+    compare("an untracked file committed");
+    sb.git(&["rm", "-q", "--cached", "g/tracked.txt"]);
+    sb.git(&["commit", "-q", "-m", "untrack"]);
+    compare("a tracked file removed from the index only");
+
+    // Damaged: garbage, a torn file; from another version: none of it is used.
+    let good = std::fs::read(file()).unwrap();
+    for (state, bytes) in [
+        ("garbage", b"\x00\xffnot a cache at all".repeat(50)),
+        ("torn", good[..good.len() / 2].to_vec()),
+        ("another version", {
+            let version = env!("CARGO_PKG_VERSION").as_bytes();
+            let at = good
+                .windows(version.len())
+                .position(|w| w == version)
+                .expect("the version in the cache");
+            let mut other = good.clone();
+            other[at] = if other[at] == b'9' { b'8' } else { b'9' };
+            other
+        }),
+    ] {
+        std::fs::write(file(), &bytes).unwrap();
+        let used = compare(state);
+        assert!(used.iter().all(|&(_, kept)| kept == 0), "{state}: {used:?}");
+    }
 }
