@@ -161,20 +161,6 @@ fn launcher_failures_use_125_to_127_and_record_nothing() {
 }
 
 #[test]
-fn a_damaged_session_stops_the_launch_with_125() {
-    let sb = Sandbox::with_session();
-    sb.write(".pas-agent/session.json", "{");
-    sb.stand_in("codex", "touch ran.txt");
-    let err = sb.fails(&["run", "codex"], 125);
-    assert!(err.contains("session.json"), "{err}");
-    assert!(
-        !sb.path("ran.txt").exists(),
-        "the agent does not start without a record"
-    );
-    assert_eq!(sb.read(".pas-agent/session.json"), "{");
-}
-
-#[test]
 fn a_broken_context_file_skips_the_export_but_the_agent_runs() {
     let sb = Sandbox::with_session();
     let broken = "<!-- pas-agent:start\nhalf a block\n";
