@@ -464,13 +464,24 @@ fn find(id: &str, hint: Option<&Path>) -> Vec<PathBuf> {
     found.split_off(skip)
 }
 
-/// The words of the lines after `since`.
+/// The words of the lines after `since`. The model comes from the last `turn_context`
+/// before `since` when none after it names one: Codex writes a turn's `turn_context` before
+/// its `SessionStart` hook runs, so a run noted by the hook starts a moment after it (checked:
+/// codex-cli 0.171.0, 21 ms apart).
 pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
     let mut c = Collector::default();
+    let mut earlier: Option<String> = None;
+    let mut after = false;
     json_lines(text, &mut c, |v, c| {
         if time_of(&v["timestamp"]).is_none_or(|t| t < since) {
+            if v["type"] == "turn_context"
+                && let Some(m) = v["payload"]["model"].as_str()
+            {
+                earlier = Some(m.to_string());
+            }
             return;
         }
+        after = true;
         let p = &v["payload"];
         match v["type"].as_str().unwrap_or_default() {
             "turn_context" => {
@@ -527,6 +538,9 @@ pub(crate) fn parse(text: &str, since: DateTime<Utc>) -> Collector {
             _ => {}
         }
     });
+    if after && let Some(m) = earlier {
+        c.model_before(&m);
+    }
     c
 }
 
@@ -814,6 +828,38 @@ mod tests {
         assert_eq!(t.model.as_deref(), Some("gpt-x"));
         assert_eq!(t.tokens.unwrap().input, Some(7));
         assert!(t.missing.is_none());
+    }
+
+    /// A run noted by the start hook a moment after the turn's `turn_context`: the model is
+    /// the session's, and an older conversation's turns stay out.
+    #[test]
+    fn the_model_written_just_before_the_run_is_its_model() {
+        let l = |t: &str, kind: &str, payload: Value| {
+            serde_json::json!({"timestamp": t, "type": kind, "payload": payload}).to_string()
+        };
+        let text = [
+            l(
+                "2026-01-02T00:00:00.749Z",
+                "turn_context",
+                serde_json::json!({"model": "gpt-y"}),
+            ),
+            l(
+                "2026-01-02T00:00:01Z",
+                "event_msg",
+                serde_json::json!({"type": "user_message", "message": "hi"}),
+            ),
+        ]
+        .join("\n");
+        let since = time_of(&"2026-01-02T00:00:00.770Z".into()).unwrap();
+        let t = parse(&text, since).finish(Path::new("/r.jsonl"));
+        assert_eq!(t.model.as_deref(), Some("gpt-y"));
+        assert_eq!(t.prompts, ["hi"]);
+        // Nothing of the run after `since`: no model is claimed for it.
+        let later = time_of(&"2026-01-03T00:00:00Z".into()).unwrap();
+        assert_eq!(
+            parse(&text, later).finish(Path::new("/r.jsonl")).model,
+            None
+        );
     }
 
     /// A rollout Codex 0.171.0's TUI wrote: an `apply_patch` and two failing commands.

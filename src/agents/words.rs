@@ -192,6 +192,15 @@ impl Collector {
         }
     }
 
+    /// The model the session was set to before the run's first entry, kept only when no entry
+    /// of the run names one (an agent may write a turn's settings a moment before the run's
+    /// start is noted).
+    pub fn model_before(&mut self, name: &str) {
+        if self.model.is_none() {
+            self.model(name);
+        }
+    }
+
     /// Adds token counts of one model call.
     pub fn tokens(
         &mut self,

@@ -115,7 +115,20 @@ pub fn run(args: IntegrateArgs) -> Result<i32> {
         }
     };
     let write_err = |e: crate::fsutil::WriteError| unsafe_(format!("{e}; nothing was changed"));
-    let events = edit.events.join(", ");
+    // The events, then (after "and") the top-level settings written with them.
+    let (hooked, settings): (Vec<&str>, Vec<&str>) = edit
+        .events
+        .iter()
+        .partition(|e| integration.hooks.events.iter().any(|(n, _)| n == *e));
+    let events = if settings.is_empty() {
+        hooked.join(", ")
+    } else {
+        format!(
+            "{}; and the setting {}",
+            hooked.join(", "),
+            settings.join(", ")
+        )
+    };
     if args.remove {
         let guard = WriteGuard::new(&guard_root).map_err(|e| Error::io(&guard_root, e))?;
         // A file that holds nothing once pas-agent's entries are out goes, when `integrate`
