@@ -400,7 +400,20 @@ impl Watch {
 impl Drop for Watch {
     fn drop(&mut self) {
         #[cfg(unix)]
-        self.handle.close();
+        {
+            // The signal thread ends once the handle is closed, and may end before `close`
+            // writes its wake-up (it checks the flag first), dropping the reading end of
+            // signal-hook's socket. A write to that socket then fails with EPIPE and raises
+            // SIGPIPE, whose handler (installed here for forwarding) writes to it again: a
+            // loop that never returns (seen once in the e2e suite: `run codex --resume` with
+            // no session spun at full CPU). SIGPIPE goes back to ignored, as the launcher
+            // starts with it, so such a write only fails.
+            // SAFETY: signal(2) with SIG_IGN has no memory-safety preconditions.
+            unsafe {
+                libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            }
+            self.handle.close();
+        }
     }
 }
 
