@@ -133,6 +133,9 @@ pub const AGENT: Agent = Agent {
         unit: Unit::Seconds,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: super::hooks::ContextOutput::HookSpecific,
+        // Claude Code loads CLAUDE.md while its SessionStart hook runs: the model got the stale block
+        // in one start and the refreshed one in another (checked: claude 2.1.197, tests/e2e/delivery.rs).
+        reads_files_first: true,
         caveat: None,
         approvals: None,
         settings: &[],

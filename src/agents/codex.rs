@@ -146,6 +146,9 @@ pub const AGENT: Agent = Agent {
         unit: Unit::Seconds,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: super::hooks::ContextOutput::HookSpecific,
+        // Codex has read AGENTS.md when SessionStart runs (checked: codex-cli 0.171.0,
+        // tests/e2e/delivery.rs).
+        reads_files_first: true,
         settings: &[Setting {
             key: "thread_unload_delay_secs",
             value: 0,

@@ -157,6 +157,8 @@ pub const AGENT: Agent = Agent {
             last_message: "",
         },
         context: ContextOutput::TopLevel,
+        // Not checked: assumed, so that a stale block it read is never left uncontradicted.
+        reads_files_first: true,
         caveat: Some(
             "Copilot runs a repository's hooks only in a folder you trust (answer \"Yes, and remember\" when it asks, or start it with --trust-folder or COPILOT_ALLOW_ALL=true); `--user` installs them where they always run.",
         ),

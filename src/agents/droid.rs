@@ -91,6 +91,8 @@ pub const AGENT: Agent = Agent {
         unit: Unit::Seconds,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: ContextOutput::HookSpecific,
+        // Not checked: assumed, so that a stale block it read is never left uncontradicted.
+        reads_files_first: true,
         caveat: Some(
             "In its interactive mode droid runs a project's hooks only after you trust the folder; `droid exec` runs them at once.",
         ),

@@ -118,6 +118,9 @@ pub const AGENT: Agent = Agent {
             ..super::hooks::CLAUDE_PAYLOAD
         },
         context: super::hooks::ContextOutput::HookSpecific,
+        // Gemini CLI has read GEMINI.md when SessionStart runs (checked: gemini 0.61.0,
+        // tests/e2e/delivery.rs).
+        reads_files_first: true,
         caveat: None,
         approvals: None,
         settings: &[],

@@ -128,6 +128,12 @@ pub struct Hooks {
     pub payload: Payload,
     /// How the session-start hook gives the model the session.
     pub context: ContextOutput,
+    /// Whether the agent may have read its context files by the time it runs its
+    /// session-start hook (or reads them while it runs): a block the hook brings up to date
+    /// there may then reach the model only at the next start, so the hook gives the current
+    /// session itself, saying that it supersedes the older block. `false`: the agent reads
+    /// them after the hook, and reads what the hook wrote.
+    pub reads_files_first: bool,
     /// What the user must still do before the agent runs the hooks, if anything.
     pub caveat: Option<&'static str>,
     /// Where the agent records the user's approval of hooks, for an agent that asks for it.

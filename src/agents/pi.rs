@@ -157,6 +157,8 @@ pub const AGENT: Agent = Agent {
         unit: Unit::Seconds,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: ContextOutput::TopLevel,
+        // Not checked: assumed, so that a stale block it read is never left uncontradicted.
+        reads_files_first: true,
         caveat: None,
         approvals: None,
         settings: &[],

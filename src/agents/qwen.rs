@@ -100,6 +100,8 @@ pub const AGENT: Agent = Agent {
         unit: Unit::Millis,
         payload: super::hooks::CLAUDE_PAYLOAD,
         context: ContextOutput::Ignored,
+        // Not checked: assumed, so that a stale block it read is never left uncontradicted.
+        reads_files_first: true,
         caveat: Some(
             "Qwen Code runs its session hooks only in its interactive mode (a one-shot `qwen \"…\"` is not recorded), and it drops what a start hook prints: the session reaches it through QWEN.md (`pas-agent export --to qwen`).",
         ),

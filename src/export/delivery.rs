@@ -352,28 +352,41 @@ fn config_env(var: &str, key: &str, file: &Path) -> String {
     config.to_string()
 }
 
-/// Whether the start hook of `agent` should give the model the session: none of the files it
-/// reads under `root` holds a block that is current for `session` (its live git sections
-/// aside, as `export --check` compares). Reads files only: no git, no lock.
-pub fn hook_gives_context(agent: &Agent, root: &Path, session: &crate::session::Session) -> bool {
+/// The pas-agent blocks in the files `agent` reads under `root`, weighed against `session`
+/// (its live git sections aside, as `export --check` compares). Reads files only: no git, no
+/// lock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Whether some file holds a block that is current.
+    pub current: bool,
+    /// The files holding a block that is out of date, in the order the agent reads them.
+    pub stale: Vec<PathBuf>,
+}
+
+/// What the files `agent` reads under `root` hold ([`Held`]).
+pub fn held(agent: &Agent, root: &Path, session: &crate::session::Session) -> Held {
     let expected: Vec<String> = super::render::renderings_within(session, agent.read_limit)
         .iter()
         .map(|r| super::session_part(r))
         .collect();
-    !reads(agent, root).iter().any(|r| {
-        read(&r.path).is_some_and(|bytes| {
-            let text = bytes
-                .strip_prefix(b"\xEF\xBB\xBF".as_slice())
-                .unwrap_or(&bytes);
-            match block::scan(text) {
-                block::Scan::Block { start, end } => {
-                    let found = super::session_part(&String::from_utf8_lossy(&text[start..end]));
-                    expected.contains(&found)
-                }
-                _ => false,
+    let mut out = Held::default();
+    for r in reads(agent, root) {
+        let Some(bytes) = read(&r.path) else {
+            continue;
+        };
+        let text = bytes
+            .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+            .unwrap_or(&bytes);
+        if let block::Scan::Block { start, end } = block::scan(text) {
+            let found = super::session_part(&String::from_utf8_lossy(&text[start..end]));
+            if expected.contains(&found) {
+                out.current = true;
+            } else {
+                out.stale.push(r.path);
             }
-        })
-    })
+        }
+    }
+    out
 }
 
 /// The other files in the directory of `path` whose names differ from its name in ASCII case

@@ -941,6 +941,36 @@ pub(crate) fn canonical(p: &Path) -> PathBuf {
     })
 }
 
+/// Brings the blocks in `files` (files `agent` reads under `root` that hold one) up to date
+/// with `session` in place, without the live git state: what the start hook does with an
+/// out-of-date block. Only a block already there is rewritten: nothing is created, taken out
+/// or moved, so a file git tracks changes only where a block was put on purpose, as `run`
+/// keeps it. The caller holds the session lock.
+///
+/// Errors: the first file that could not be written, and why (the others are still tried).
+pub fn refresh_blocks(
+    session: &crate::session::Session,
+    agent: &'static Agent,
+    root: &Path,
+    files: &[PathBuf],
+) -> std::result::Result<(), String> {
+    let (content, _) = content_within(session, None, None, agent.read_limit);
+    let guard =
+        WriteGuard::new(root).map_err(|e| format!("cannot resolve the session root ({e})"))?;
+    let peers: Vec<PathBuf> = crate::agents::launched()
+        .map(|a| root.join(a.context_file))
+        .collect();
+    let mut first = Ok(());
+    for file in files {
+        if let Err(e) = update_block(&guard, &peers, file, &content)
+            && first.is_ok()
+        {
+            first = Err(format!("{}: {e}", shown(root, file)));
+        }
+    }
+    first
+}
+
 /// Replaces the block in `path` (which holds one) with `content`, through the same checks as
 /// the target; the reason as a sentence when it cannot.
 fn update_block(

@@ -5,7 +5,10 @@
 //! - **session-start** prints the session (the block's Markdown) as
 //!   `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}`, which all
 //!   three agents add to the model's context — unless a file the agent reads holds a current
-//!   block already, so that the model gets the session once — then writes the session's marker: the time,
+//!   block already, so that the model gets the session once; a block gone out of date is
+//!   brought up to date in place first, and an agent that read it before the hook gets the
+//!   session with a note that it supersedes that block ([`give_context`]) — then writes the
+//!   session's marker: the time,
 //!   HEAD, the directory, the transcript's path and the agent's process. No work-tree scan:
 //!   the start stays cheap on a large repository. A session already started (a second start
 //!   from hooks installed at two levels, Claude Code's start after compacting) keeps its
@@ -257,16 +260,58 @@ fn start(
     hooked::write(project, &path, &marker)
 }
 
-/// Prints the session for the agent's context, unless a file the agent reads already holds a
-/// current block (`export::delivery::hook_gives_context`): the model gets the session once.
+/// How long the start hook waits for the session lock to bring a stale block up to date:
+/// the start must not wait on a busy session (the hook then gives the session itself).
+const REFRESH_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Gives the agent the session at its start, so that the model receives it once and current
+/// (docs/handoff.md, "The start hook"):
+///
+/// - a file the agent reads holds a block that is out of date: it is brought up to date in
+///   place, as `export` would (a file that holds a block, tracked or not, is where `run` keeps
+///   it current too), without the live git state;
+/// - the hook prints the session (the block's Markdown) when the agent reads no current block
+///   after that: none was there, or it could not be brought up to date, or the agent had read
+///   its files before the hook ran ([`crate::agents::hooks::Hooks::reads_files_first`]). When
+///   the agent has read an out-of-date block, the printed session starts by saying that it
+///   supersedes the block in that file.
 fn give_context(project: &Project, integration: &Integration) -> Result<(), String> {
+    use crate::export::delivery;
+    let agent = integration.agent;
     let session = project.load().map_err(|e| e.to_string())?;
-    if !crate::export::delivery::hook_gives_context(integration.agent, &project.root, &session) {
+    let before = delivery::held(agent, &project.root, &session);
+    let refreshed = before.stale.is_empty()
+        || {
+            match refresh(project, agent, &before.stale) {
+                Ok(()) => true,
+                Err(e) => {
+                    crate::term::warn(&format!(
+                        "pas-agent's start hook for {} could not bring the out-of-date session block up to date: {e}",
+                        agent.name
+                    ));
+                    false
+                }
+            }
+        };
+    let read_stale =
+        !before.stale.is_empty() && (integration.hooks.reads_files_first || !refreshed);
+    if !read_stale && delivery::held(agent, &project.root, &session).current {
         return Ok(());
     }
     // The Markdown of the block, without the live git state: reading the work tree is what
     // would make a start slow on a large repository.
-    let (content, _) = crate::export::content(&session, None, None);
+    let (mut content, _) = crate::export::content(&session, None, None);
+    if read_stale {
+        let files = shown_all(project, &before.stale);
+        let fate = if refreshed {
+            "it has been brought up to date there for the next start"
+        } else {
+            "it could not be brought up to date there"
+        };
+        content = format!(
+            "Note: the pas-agent session block in {files} was out of date when this session started; if your context holds it as well, the session below is the current one and supersedes it ({fate}).\n\n{content}"
+        );
+    }
     let output = match integration.hooks.context {
         ContextOutput::HookSpecific => Some(serde_json::json!({
             "hookSpecificOutput": {
@@ -281,6 +326,29 @@ fn give_context(project: &Project, integration: &Integration) -> Result<(), Stri
         crate::term::print_json(&output).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// Brings the out-of-date blocks in `stale` up to date where they are
+/// ([`crate::export::refresh_blocks`]), under the session lock if it comes within
+/// [`REFRESH_LOCK_WAIT`].
+fn refresh(
+    project: &Project,
+    agent: &'static crate::agents::Agent,
+    stale: &[PathBuf],
+) -> Result<(), String> {
+    let _guard = crate::session::lock::acquire_within(&project.state_dir(), REFRESH_LOCK_WAIT)
+        .map_err(|e| e.to_string())?;
+    let session = project.load().map_err(|e| e.to_string())?;
+    crate::export::refresh_blocks(&session, agent, &project.root, stale)
+}
+
+/// The files as the session root sees them, joined with "and".
+fn shown_all(project: &Project, files: &[PathBuf]) -> String {
+    files
+        .iter()
+        .map(|f| crate::export::shown(&project.root, f))
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 fn last_message(integration: &Integration, payload: &Payload) -> Option<String> {

@@ -381,7 +381,16 @@ pub fn complete(project: &Project, turn: Turn) -> Result<usize, String> {
             continue;
         }
         match complete_one(project, &path, key, agent, &id, &marker, over) {
-            Ok(true) => recorded += 1,
+            Ok(true) => {
+                recorded += 1;
+                // Before the marker goes: whoever waits for the marker finds the block current.
+                if let Err(e) = refresh_blocks(project, agent) {
+                    crate::term::warn(&format!(
+                        "the session block {} reads was not brought up to date after its run: {e}",
+                        agent.name
+                    ));
+                }
+            }
             Ok(false) => {}
             Err(e) => {
                 crate::term::warn(&format!(
@@ -397,6 +406,24 @@ pub fn complete(project: &Project, turn: Turn) -> Result<usize, String> {
         }
     }
     Ok(recorded)
+}
+
+/// Brings the blocks `agent` reads up to date after its run was recorded (the block lists the
+/// recent runs, so the run made it stale), where they are and only there
+/// ([`crate::export::refresh_blocks`]): the agent's next start then finds a current block and
+/// its start hook has nothing to add.
+fn refresh_blocks(project: &Project, agent: &'static Agent) -> Result<(), String> {
+    let _guard = crate::session::lock::acquire_within(
+        &project.state_dir(),
+        crate::session::lock::timeout().max(COMPLETE_WAIT),
+    )
+    .map_err(|e| e.to_string())?;
+    let session = project.load().map_err(|e| e.to_string())?;
+    let held = crate::export::delivery::held(agent, &project.root, &session);
+    if held.stale.is_empty() {
+        return Ok(());
+    }
+    crate::export::refresh_blocks(&session, agent, &project.root, &held.stale)
 }
 
 /// The files that differed from HEAD at the end and are not the session's: those last

@@ -700,3 +700,89 @@ fn a_copy_a_killed_run_left_is_deleted_by_export_and_by_remove() {
     assert!(!sb.path("AGENTS.override.md").exists());
     assert!(!sb.path("AGENTS.md").exists());
 }
+
+/// The next action of a session's block that went out of date.
+const OLD_NEXT: &str = "Feed the aardvark";
+/// The next action of the session now.
+const NEW_NEXT: &str = "Brush the bison";
+
+/// How many requests of the turn `prompt` hold `text`.
+fn requests_holding(mock: &Mock, endpoint: &str, prompt: &str, text: &str) -> usize {
+    times_received(mock, endpoint, prompt, text)
+        .iter()
+        .filter(|&&n| n > 0)
+        .count()
+}
+
+#[test]
+fn with_the_hooks_a_stale_block_never_reaches_the_model_beside_a_contradicting_one() {
+    // Whether the agent has read its context file when its SessionStart hook runs: it then
+    // has the stale block, and the hook says that its session supersedes it.
+    for (cli, reads_first) in [(CLAUDE, true), (CODEX, true), (GEMINI, true)] {
+        let (sb, mock) = cli.ready();
+        sb.ok(&["update", "--next", OLD_NEXT]);
+        sb.ok(&["export", "--to", cli.name]);
+        sb.ok(&["integrate", cli.hooks.unwrap()]);
+        sb.ok(&["update", "--next", NEW_NEXT]);
+        let check = sb.run(&["export", "--to", cli.name, "--check"]);
+        assert!(!check.status.success(), "{}: the block is stale", cli.name);
+        let prompt = "Say hello to the ledger";
+        cli.direct(&sb, &mock, prompt, true);
+        let new = times_received(&mock, cli.endpoint, prompt, NEW_NEXT);
+        // The current session reached the model; a request holding two sessions (the stale
+        // file read before the hook, or the refreshed one read after it: Claude Code reads
+        // either, the order is a race) holds the hook's note that its session supersedes the
+        // block in the file.
+        assert!(new.iter().any(|&n| n >= 1), "{}: {new:?}", cli.name);
+        for r in mock
+            .model_requests(cli.endpoint)
+            .iter()
+            .filter(|r| r.body.contains(prompt))
+        {
+            let n = r.body.matches(TASK).count();
+            let noted = r.body.contains(&format!(
+                "the pas-agent session block in {} was out of date when this session started",
+                cli.context_file
+            )) && r.body.contains("supersedes it");
+            assert!(
+                n == 1 || (n == 2 && noted),
+                "{}: the session {n} times, note: {noted}",
+                cli.name
+            );
+            assert!(
+                !r.body.contains(OLD_NEXT) || noted,
+                "{}: the stale block without the note",
+                cli.name
+            );
+            if !reads_first {
+                assert_eq!(n, 1, "{}", cli.name);
+            }
+        }
+        // The file is brought up to date by the start hook, and again once the run this
+        // session made is recorded (the block lists the last runs): the next start finds a
+        // current block, and the hook adds nothing.
+        let file = sb.read(cli.context_file);
+        assert!(
+            file.contains(NEW_NEXT) && !file.contains(OLD_NEXT),
+            "{}: {file}",
+            cli.name
+        );
+        crate::integrate::settled(&sb);
+        let prompt = "Next step please";
+        cli.direct(&sb, &mock, prompt, true);
+        assert_eq!(requests_holding(&mock, cli.endpoint, prompt, OLD_NEXT), 0);
+        for r in mock
+            .model_requests(cli.endpoint)
+            .iter()
+            .filter(|r| r.body.contains(prompt))
+        {
+            let n = r.body.matches(TASK).count();
+            assert_eq!(
+                n, 1,
+                "{}: the session {n} times at the next start",
+                cli.name
+            );
+            assert!(!r.body.contains("supersedes it"), "{}", cli.name);
+        }
+    }
+}
