@@ -753,31 +753,42 @@ fn conform(row: &Row) {
             sb.ok(&["integrate", other]);
         }
     }
-    let from = mock.requests().len();
     let before = runs(&sb).len();
-    // As a shell would start it: PWD is the directory it starts in (Kilo goes by PWD).
-    let out = isolated(&sb, which::which(row.program).unwrap())
-        .env("PWD", &sb.work)
-        .args((row.turn)(&sb, &mock, THIRD))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{} failed\n{}\n{}",
-        row.program,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let later = requests_since(&mock, row, from);
-    if row.mcp_config.is_some() {
+    // An agent that connects its MCP servers in the background (droid) may ask its model
+    // before a server slow to start (a debug build on a loaded machine) has answered: such a
+    // turn is taken again, at most twice, and each is a run of its own.
+    let mut attempts = 0;
+    let later = loop {
+        attempts += 1;
+        let from = mock.requests().len();
+        // As a shell would start it: PWD is the directory it starts in (Kilo goes by PWD).
+        let out = isolated(&sb, which::which(row.program).unwrap())
+            .env("PWD", &sb.work)
+            .args((row.turn)(&sb, &mock, THIRD))
+            .output()
+            .unwrap();
         assert!(
-            later.iter().any(|b| b.contains(MCP_TOOL)),
+            out.status.success(),
+            "{} failed\n{}\n{}",
+            row.program,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let later = requests_since(&mock, row, from);
+        if row.mcp_config.is_none() || later.iter().any(|b| b.contains(MCP_TOOL)) {
+            break later;
+        }
+        assert!(
+            attempts < 3,
             "{}: the saved `mcp --config` snippet offered pas-agent's tools; the tools offered: {:?}\n{}",
             row.name,
             later.iter().map(|b| tool_names(b)).collect::<Vec<_>>(),
             String::from_utf8_lossy(&out.stderr)
         );
-    }
+        if row.hooks.is_some() {
+            crate::integrate::settled(&sb);
+        }
+    };
     let Some((key, _)) = row.hooks else {
         assert_eq!(runs(&sb).len(), before);
         return;
@@ -788,8 +799,8 @@ fn conform(row: &Row) {
     let all = runs(&sb);
     assert_eq!(
         all.len(),
-        before + 1,
-        "{}: one run recorded: {all:#?}",
+        before + attempts,
+        "{}: one run recorded for each start: {all:#?}",
         row.name
     );
     let direct = all.last().unwrap();
