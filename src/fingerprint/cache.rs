@@ -104,7 +104,8 @@ struct View<'a> {
 }
 
 /// Where a field lies in the bytes read: start and end.
-type Span = (usize, usize);
+/// A range of a cache file's bytes: start, end.
+pub(crate) type Span = (usize, usize);
 
 /// An entry as read: its path and fingerprints are spans of the cache file's bytes
 /// ([`Cache::data`]), so that reading the file copies none of them (a copy each cost more
@@ -338,47 +339,61 @@ fn encode(top: &Path, rows: &[(&[u8], View<'_>)]) -> Vec<u8> {
     out
 }
 
-/// The entries of a cache file written by [`encode`] for the work tree at `top` by this build,
-/// sorted by path; `None` for anything else.
+/// A cache file's bytes `data` read forwards from `at`, each read `None` past the end: the
+/// decoder of this cache and of the directory cache (`crate::git::dircache`).
+pub(crate) struct Reader<'a> {
+    /// The whole file.
+    pub data: &'a [u8],
+    /// Where the next read starts.
+    pub at: usize,
+}
+impl Reader<'_> {
+    pub(crate) fn span(&mut self, n: usize) -> Option<Span> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&end| end <= self.data.len())?;
+        let span = (self.at, end);
+        self.at = end;
+        Some(span)
+    }
+    pub(crate) fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (a, b) = self.span(N)?;
+        self.data[a..b].try_into().ok()
+    }
+    pub(crate) fn bytes(&mut self) -> Option<Span> {
+        let n = u32::from_le_bytes(self.array()?);
+        self.span(usize::try_from(n).ok()?)
+    }
+    pub(crate) fn opt(&mut self) -> Option<Option<Span>> {
+        match self.array::<1>()? {
+            [0] => Some(None),
+            [1] => self.bytes().map(Some),
+            _ => None,
+        }
+    }
+    pub(crate) fn slice(&self, (a, b): Span) -> &[u8] {
+        &self.data[a..b]
+    }
+    /// A little-endian `u32`, as a `usize`.
+    pub(crate) fn u32(&mut self) -> Option<usize> {
+        usize::try_from(u32::from_le_bytes(self.array()?)).ok()
+    }
+    /// A little-endian `i64`.
+    pub(crate) fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.array()?))
+    }
+    /// A little-endian `u64`.
+    pub(crate) fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.array()?))
+    }
+}
+
 /// The entries of a cache file's bytes `data`, as spans of it, for the work tree at `top`;
 /// `None` when the file is not one this build wrote for `top` whole (rows out of order
 /// included). A path or fingerprint that is not UTF-8 is only checked when used
 /// ([`fingerprints`]): such a path matches no file, such an entry is not used.
 fn decode(data: &[u8], top: &Path) -> Option<Vec<Stored>> {
-    /// The bytes after `at`, read forwards.
-    struct Reader<'a> {
-        data: &'a [u8],
-        at: usize,
-    }
-    impl Reader<'_> {
-        fn span(&mut self, n: usize) -> Option<Span> {
-            let end = self
-                .at
-                .checked_add(n)
-                .filter(|&end| end <= self.data.len())?;
-            let span = (self.at, end);
-            self.at = end;
-            Some(span)
-        }
-        fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
-            let (a, b) = self.span(N)?;
-            self.data[a..b].try_into().ok()
-        }
-        fn bytes(&mut self) -> Option<Span> {
-            let n = u32::from_le_bytes(self.array()?);
-            self.span(usize::try_from(n).ok()?)
-        }
-        fn opt(&mut self) -> Option<Option<Span>> {
-            match self.array::<1>()? {
-                [0] => Some(None),
-                [1] => self.bytes().map(Some),
-                _ => None,
-            }
-        }
-        fn slice(&self, (a, b): Span) -> &[u8] {
-            &self.data[a..b]
-        }
-    }
     if !data.starts_with(MAGIC) {
         return None;
     }
@@ -393,7 +408,7 @@ fn decode(data: &[u8], top: &Path) -> Option<Vec<Stored>> {
     {
         return None;
     }
-    let count = usize::try_from(u32::from_le_bytes(r.array()?)).ok()?;
+    let count = r.u32()?;
     if count > MAX_ENTRIES {
         return None;
     }

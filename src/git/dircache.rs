@@ -110,7 +110,7 @@ fn kind_of(code: u8) -> Option<FileType> {
 }
 
 /// Where a field lies in the bytes read: start and end.
-type Span = (usize, usize);
+use crate::fingerprint::cache::{Reader, Span};
 
 /// A row as read: spans of the file's bytes.
 #[derive(Debug, Clone, Copy)]
@@ -355,38 +355,6 @@ fn count_names(names: &[u8]) -> Option<u32> {
 /// The rows of a cache file written by [`encode`] for `top` by this build, as spans of `data`;
 /// `None` for anything else.
 fn decode(data: &[u8], top: &Path) -> Option<Vec<Stored>> {
-    struct Reader<'a> {
-        data: &'a [u8],
-        at: usize,
-    }
-    impl Reader<'_> {
-        fn span(&mut self, n: usize) -> Option<Span> {
-            let end = self
-                .at
-                .checked_add(n)
-                .filter(|&end| end <= self.data.len())?;
-            let span = (self.at, end);
-            self.at = end;
-            Some(span)
-        }
-        fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
-            let (a, b) = self.span(N)?;
-            self.data[a..b].try_into().ok()
-        }
-        fn u32(&mut self) -> Option<usize> {
-            usize::try_from(u32::from_le_bytes(self.array()?)).ok()
-        }
-        fn bytes(&mut self) -> Option<Span> {
-            let n = self.u32()?;
-            self.span(n)
-        }
-        fn i64(&mut self) -> Option<i64> {
-            Some(i64::from_le_bytes(self.array()?))
-        }
-        fn u64(&mut self) -> Option<u64> {
-            Some(u64::from_le_bytes(self.array()?))
-        }
-    }
     let rest = data.strip_prefix(MAGIC)?;
     let mut r = Reader {
         data,
