@@ -278,12 +278,17 @@ const REFRESH_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(
 fn give_context(project: &Project, integration: &Integration) -> Result<(), String> {
     use crate::export::delivery;
     let agent = integration.agent;
-    let session = project.load().map_err(|e| e.to_string())?;
+    let mut session = project.load().map_err(|e| e.to_string())?;
     let before = delivery::held(agent, &project.root, &session);
+    // The session the block was refreshed from (read again under the lock: a run recorded in
+    // between is in it) is the one checked and given below.
     let refreshed = before.stale.is_empty()
         || {
             match refresh(project, agent, &before.stale) {
-                Ok(()) => true,
+                Ok(locked) => {
+                    session = locked;
+                    true
+                }
                 Err(e) => {
                     crate::term::warn(&format!(
                         "pas-agent's start hook for {} could not bring the out-of-date session block up to date: {e}",
@@ -330,16 +335,18 @@ fn give_context(project: &Project, integration: &Integration) -> Result<(), Stri
 
 /// Brings the out-of-date blocks in `stale` up to date where they are
 /// ([`crate::export::refresh_blocks`]), under the session lock if it comes within
-/// [`REFRESH_LOCK_WAIT`].
+/// [`REFRESH_LOCK_WAIT`]; returns the session as read under the lock, which the blocks now
+/// hold.
 fn refresh(
     project: &Project,
     agent: &'static crate::agents::Agent,
     stale: &[PathBuf],
-) -> Result<(), String> {
+) -> Result<crate::session::Session, String> {
     let _guard = crate::session::lock::acquire_within(&project.state_dir(), REFRESH_LOCK_WAIT)
         .map_err(|e| e.to_string())?;
     let session = project.load().map_err(|e| e.to_string())?;
-    crate::export::refresh_blocks(&session, agent, &project.root, stale)
+    crate::export::refresh_blocks(&session, agent, &project.root, stale)?;
+    Ok(session)
 }
 
 /// The files as the session root sees them, joined with "and".

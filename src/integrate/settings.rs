@@ -81,7 +81,15 @@ pub fn edit(
 /// Errors: the text cannot be read as [`edit`] reads it.
 pub fn installed(text: &str, integration: &Integration) -> Result<Vec<Installed>, String> {
     let mut out = Vec::new();
+    // Read as `edit` reads it: without a byte order mark, CRLF line ends as LF.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let lf;
+    let text = if text.contains("\r\n") {
+        lf = text.replace("\r\n", "\n");
+        lf.as_str()
+    } else {
+        text
+    };
     if text.trim().is_empty() {
         return Ok(out);
     }

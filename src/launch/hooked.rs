@@ -400,7 +400,12 @@ pub fn complete(project: &Project, turn: Turn) -> Result<usize, String> {
                 continue;
             }
         }
-        // The run is recorded: a marker left behind is only a warning.
+        // The run is recorded: a marker left behind is only a warning. A marker that changed
+        // meanwhile (the session resumed: its start hook set the ended one aside and wrote a
+        // new one here) is the next run's, and stays.
+        if read(&path).as_ref() != Some(&marker) {
+            continue;
+        }
         if let Err(e) = remove(project, &path) {
             crate::term::warn(&format!("the session's marker was not deleted: {e}"));
         }
@@ -413,11 +418,11 @@ pub fn complete(project: &Project, turn: Turn) -> Result<usize, String> {
 /// ([`crate::export::refresh_blocks`]): the agent's next start then finds a current block and
 /// its start hook has nothing to add.
 fn refresh_blocks(project: &Project, agent: &'static Agent) -> Result<(), String> {
-    let _guard = crate::session::lock::acquire_within(
-        &project.state_dir(),
-        crate::session::lock::timeout().max(COMPLETE_WAIT),
-    )
-    .map_err(|e| e.to_string())?;
+    // Best effort: the run is recorded already, and the next start hook refreshes a block
+    // still out of date; no longer than any command waits for the lock.
+    let _guard =
+        crate::session::lock::acquire_within(&project.state_dir(), crate::session::lock::timeout())
+            .map_err(|e| e.to_string())?;
     let session = project.load().map_err(|e| e.to_string())?;
     let held = crate::export::delivery::held(agent, &project.root, &session);
     if held.stale.is_empty() {
