@@ -50,7 +50,7 @@ use chrono::{DateTime, Utc};
 use super::hooks::{ContextOutput, Event, Format, Hooks, Payload, Unit};
 use super::mcp::{Mcp, OneRun, Place, Registration, Shape};
 use super::store::{Candidate, Home, Query, Store, VarIs, first_line, same_dir, subdirs};
-use super::words::{Collector, json_lines, read_file, time_of};
+use super::words::{Collector, json_lines, session_file, time_of};
 use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
 use crate::model::Transcript;
 
@@ -222,20 +222,14 @@ impl Store for SessionState {
         since: DateTime<Utc>,
         hint: Option<&Path>,
     ) -> Transcript {
-        let path = hint
-            .filter(|h| h.is_file())
-            .map(Path::to_path_buf)
-            .or_else(|| self.dir().and_then(|d| events_of(&d, id)));
-        let Some(path) = path else {
-            return Transcript::missing(format!(
-                "no GitHub Copilot CLI session {id} was found under {}",
-                self.dir()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_else(|| "~/.copilot/session-state (no HOME)".into())
-            ));
-        };
-        match read_file(&path) {
-            Ok(text) => parse(&text, since).finish(&path),
+        match session_file(
+            hint,
+            self.dir(),
+            |d| events_of(d, id),
+            &format!("GitHub Copilot CLI session {id}"),
+            "~/.copilot/session-state (no HOME)",
+        ) {
+            Ok((path, text)) => parse(&text, since).finish(&path),
             Err(why) => Transcript::missing(why),
         }
     }

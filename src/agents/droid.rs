@@ -40,7 +40,7 @@ use serde_json::Value;
 use super::hooks::{ContextOutput, Event, Format, Hooks, Unit};
 use super::mcp::{Mcp, Place, Registration, Shape};
 use super::store::{Candidate, Home, Query, Store, VarIs, files, modified, same_dir, subdirs};
-use super::words::{Collector, exit_code_after, json_lines, read_file, time_of};
+use super::words::{Collector, exit_code_after, json_lines, read_file, session_file, time_of};
 use super::{Agent, BASE, IdShape, Resume, SessionId, Straight};
 use crate::model::Transcript;
 
@@ -149,20 +149,14 @@ impl Store for Sessions {
         since: DateTime<Utc>,
         hint: Option<&Path>,
     ) -> Transcript {
-        let path = hint
-            .filter(|h| h.is_file())
-            .map(Path::to_path_buf)
-            .or_else(|| self.dir().and_then(|d| find(&d, id)));
-        let Some(path) = path else {
-            return Transcript::missing(format!(
-                "no Factory droid session {id} was found under {}",
-                self.dir()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_else(|| "~/.factory/sessions (no HOME)".into())
-            ));
-        };
-        let text = match read_file(&path) {
-            Ok(text) => text,
+        let (path, text) = match session_file(
+            hint,
+            self.dir(),
+            |d| find(d, id),
+            &format!("Factory droid session {id}"),
+            "~/.factory/sessions (no HOME)",
+        ) {
+            Ok(found) => found,
             Err(why) => return Transcript::missing(why),
         };
         let settings = super::store::whole_json(&path.with_extension("settings.json"));

@@ -41,7 +41,7 @@ use super::store::{
     Candidate, Home, Query, Resumable, Store, VarIs, copy_rehomed, env_dir, files, first_line,
     same_dir, subdirs,
 };
-use super::words::{Collector, exit_code_after, read_file, time_of};
+use super::words::{Collector, exit_code_after, session_file, time_of};
 use super::{Agent, BASE, IdShape, Resume, SessionId, Straight};
 use crate::model::Transcript;
 
@@ -217,20 +217,14 @@ impl Store for Sessions {
         since: DateTime<Utc>,
         hint: Option<&Path>,
     ) -> Transcript {
-        let path = hint
-            .filter(|h| h.is_file())
-            .map(Path::to_path_buf)
-            .or_else(|| self.of(cwd).and_then(|d| find(&d, id)));
-        let Some(path) = path else {
-            return Transcript::missing(format!(
-                "no pi session {id} was found under {}",
-                self.of(cwd)
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_else(|| "~/.pi/agent/sessions (no HOME)".into())
-            ));
-        };
-        match read_file(&path) {
-            Ok(text) => parse(&text, since).finish(&path),
+        match session_file(
+            hint,
+            self.of(cwd),
+            |d| find(d, id),
+            &format!("pi session {id}"),
+            "~/.pi/agent/sessions (no HOME)",
+        ) {
+            Ok((path, text)) => parse(&text, since).finish(&path),
             Err(why) => Transcript::missing(why),
         }
     }

@@ -43,7 +43,7 @@ use super::store::{
     Candidate, Home, Query, Resumable, Store, VarIs, copy_rehomed, dashed, env_dir, files,
     first_line, subdirs,
 };
-use super::words::{Collector, exit_code_after, json_lines, read_file, time_of};
+use super::words::{Collector, exit_code_after, json_lines, session_file, time_of};
 use super::{Agent, BASE, IdShape, RESUME_FLAG, SessionId, Straight};
 use crate::model::Transcript;
 
@@ -179,20 +179,14 @@ impl Store for Chats {
         since: DateTime<Utc>,
         hint: Option<&Path>,
     ) -> Transcript {
-        let path = hint
-            .filter(|h| h.is_file())
-            .map(Path::to_path_buf)
-            .or_else(|| self.chats(cwd).and_then(|d| chat_of(&d, id)));
-        let Some(path) = path else {
-            return Transcript::missing(format!(
-                "no Qwen Code chat of session {id} was found under {}",
-                self.chats(cwd)
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_else(|| "~/.qwen/projects (no HOME)".into())
-            ));
-        };
-        match read_file(&path) {
-            Ok(text) => parse(&text, since).finish(&path),
+        match session_file(
+            hint,
+            self.chats(cwd),
+            |d| chat_of(d, id),
+            &format!("Qwen Code chat of session {id}"),
+            "~/.qwen/projects (no HOME)",
+        ) {
+            Ok((path, text)) => parse(&text, since).finish(&path),
             Err(why) => Transcript::missing(why),
         }
     }

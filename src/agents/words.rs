@@ -23,6 +23,32 @@ pub use crate::model::{
     MAX_PROMPTS, Tokens, Transcript,
 };
 
+/// The session file a transcript is read from, and its text ([`read_file`]): `hint` (the path
+/// the agent's hook payload named) when it is a file, else what `find` finds in the store
+/// directory `dir` (`None` without a home). `Err` says why not, for [`Transcript::missing`]: no
+/// `what` (`"pi session <id>"`) was found under `dir` (`default` when there is none), or the
+/// file could not be read.
+pub(crate) fn session_file(
+    hint: Option<&Path>,
+    dir: Option<PathBuf>,
+    find: impl FnOnce(&Path) -> Option<PathBuf>,
+    what: &str,
+    default: &str,
+) -> Result<(PathBuf, String), String> {
+    let path = match hint.filter(|h| h.is_file()) {
+        Some(h) => h.to_path_buf(),
+        None => match dir.as_deref().and_then(find) {
+            Some(p) => p,
+            None => {
+                let under = dir.map_or_else(|| default.to_string(), |d| d.display().to_string());
+                return Err(format!("no {what} was found under {under}"));
+            }
+        },
+    };
+    let text = read_file(&path)?;
+    Ok((path, text))
+}
+
 /// A file read whole, at most [`crate::limits::TRANSCRIPT`] bytes: its text, or why not.
 pub(crate) fn read_file(path: &Path) -> Result<String, String> {
     let limit = crate::limits::TRANSCRIPT;
