@@ -645,6 +645,7 @@ fn claude_code_resumed_directly_is_recorded_again_under_its_session_id() {
     let id = first["agent_session_id"].as_str().unwrap().to_string();
     sb.write("later.txt", "after the first session\n");
     direct(&sb, "claude", &strings(&["--resume", &id, "-p", "Go on"]));
+    settled(&sb);
     let all = runs(&sb);
     assert_eq!(all.len(), 2, "{all:#?}");
     assert_eq!(all[1]["agent_session_id"], id.as_str());
