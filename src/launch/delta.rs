@@ -7,6 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
 
 use crate::fingerprint::{self, Fingerprints};
 use crate::git::{Repo, TreeChange, WorkTree};
@@ -119,6 +122,76 @@ pub fn files_changed(
         out.push(state);
     }
     out
+}
+
+/// How far behind the clock a file's times may be: the kernel stamps them from its coarse
+/// clock, a tick (up to 10 ms) behind the time a process reads, so a file written just after a
+/// start must not look older than it.
+const MTIME_LAG: Duration = Duration::from_millis(50);
+
+/// When a file or directory last changed: the later of its modification time and its change
+/// time (a program can set the first back, as `cp -p`, `tar` and `rsync -t` do, but not the
+/// second); `None` when it cannot be read.
+fn last_change(path: &Path) -> Option<SystemTime> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let modified = meta.modified().ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let changed = u64::try_from(meta.ctime())
+            .ok()
+            .and_then(|s| {
+                SystemTime::UNIX_EPOCH.checked_add(Duration::new(
+                    s,
+                    u32::try_from(meta.ctime_nsec()).unwrap_or(0),
+                ))
+            })
+            .unwrap_or(modified);
+        Some(modified.max(changed))
+    }
+    #[cfg(not(unix))]
+    Some(modified)
+}
+
+/// The baseline of a span of work seen only at its end — a run launched without a scan before
+/// it (`run --no-checkpoint --no-export`), an agent session recorded from its hooks: of `files`
+/// (what differs from HEAD at the end, with fingerprints), those that did not change between
+/// `started` and `ended`, so that [`files_changed`] leaves them out.
+///
+/// - A file that exists counts as changed when its last change (modification or change time)
+///   falls in the span; one last changed before it was dirty already and left alone, one
+///   changed after it (a session recorded late) is someone else's.
+/// - A deleted file counts when its directory changed in the span or after it (or is gone): a
+///   deletion changes its directory; one whose directory last changed before the start was
+///   deleted before.
+///
+/// What this cannot see: a file dirty before the span that the span made clean again (it is
+/// not in `files`), and a file dirty before and edited back to its content at the start (its
+/// time is in the span: it counts).
+pub fn unchanged_in_span(
+    repo: &Repo,
+    files: &[FileState],
+    started: DateTime<Utc>,
+    ended: DateTime<Utc>,
+) -> Vec<FileState> {
+    let started = SystemTime::from(started) - MTIME_LAG;
+    let ended = SystemTime::from(ended);
+    files
+        .iter()
+        .filter(|f| {
+            let Some(abs) = repo.abs(&f.path) else {
+                return false;
+            };
+            if f.status == FileStatus::Deleted {
+                abs.parent()
+                    .and_then(last_change)
+                    .is_some_and(|t| t < started)
+            } else {
+                last_change(&abs).is_some_and(|t| t < started || t > ended)
+            }
+        })
+        .cloned()
+        .collect()
 }
 
 fn exists(path: &Path) -> bool {
