@@ -129,28 +129,9 @@ pub fn files_changed(
 /// start must not look older than it.
 const MTIME_LAG: Duration = Duration::from_millis(50);
 
-/// When a file or directory last changed: the later of its modification time and its change
-/// time (a program can set the first back, as `cp -p`, `tar` and `rsync -t` do, but not the
-/// second); `None` when it cannot be read.
-fn last_change(path: &Path) -> Option<SystemTime> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    let modified = meta.modified().ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let changed = u64::try_from(meta.ctime())
-            .ok()
-            .and_then(|s| {
-                SystemTime::UNIX_EPOCH.checked_add(Duration::new(
-                    s,
-                    u32::try_from(meta.ctime_nsec()).unwrap_or(0),
-                ))
-            })
-            .unwrap_or(modified);
-        Some(modified.max(changed))
-    }
-    #[cfg(not(unix))]
-    Some(modified)
+/// When a file or directory was last modified; `None` when it cannot be read.
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::symlink_metadata(path).ok()?.modified().ok()
 }
 
 /// The baseline of a span of work seen only at its end — a run launched without a scan before
@@ -158,16 +139,17 @@ fn last_change(path: &Path) -> Option<SystemTime> {
 /// (what differs from HEAD at the end, with fingerprints), those that did not change between
 /// `started` and `ended`, so that [`files_changed`] leaves them out.
 ///
-/// - A file that exists counts as changed when its last change (modification or change time)
-///   falls in the span; one last changed before it was dirty already and left alone, one
-///   changed after it (a session recorded late) is someone else's.
-/// - A deleted file counts when its directory changed in the span or after it (or is gone): a
-///   deletion changes its directory; one whose directory last changed before the start was
-///   deleted before.
+/// - A file that exists counts as changed when its modification time falls in the span; one
+///   last modified before it was dirty already and left alone, one modified after it (a
+///   session recorded late) is someone else's.
+/// - A deleted file counts when its directory was modified in the span or after it (or is
+///   gone): a deletion modifies its directory; one whose directory was last modified before
+///   the start was deleted before.
 ///
 /// What this cannot see: a file dirty before the span that the span made clean again (it is
-/// not in `files`), and a file dirty before and edited back to its content at the start (its
-/// time is in the span: it counts).
+/// not in `files`); a file dirty before whose modification time a program set back (`cp -p`,
+/// `tar`, `rsync -t`) is judged by that time; a file dirty before and written again with the
+/// same content counts.
 pub fn unchanged_in_span(
     repo: &Repo,
     files: &[FileState],
@@ -183,11 +165,9 @@ pub fn unchanged_in_span(
                 return false;
             };
             if f.status == FileStatus::Deleted {
-                abs.parent()
-                    .and_then(last_change)
-                    .is_some_and(|t| t < started)
+                abs.parent().and_then(modified).is_some_and(|t| t < started)
             } else {
-                last_change(&abs).is_some_and(|t| t < started || t > ended)
+                modified(&abs).is_some_and(|t| t < started || t > ended)
             }
         })
         .cloned()
