@@ -1,6 +1,7 @@
 //! The run record: written as `running` before the agent starts (with the launcher's pid,
-//! start token and a nonce, and the changed files at that moment), and completed after it
-//! exits with what happened (docs/launcher.md).
+//! start token and a nonce, and — unless the run has neither checkpoint nor export — the
+//! changed files at that moment), and completed after it exits with what happened
+//! (docs/launcher.md).
 
 use std::path::Path;
 use std::time::Instant;
@@ -88,7 +89,7 @@ pub struct Started {
     head_before: Option<String>,
     /// The changed files when the run started; `None` for a run that did not look at the work
     /// tree before its program started (no checkpoint, no export): its files come from the
-    /// one scan after it, by their change times ([`delta::unchanged_in_span`]).
+    /// one scan after it, by their modification times ([`delta::unchanged_in_span`]).
     baseline: Option<Vec<FileState>>,
     /// What the export did, when it ran.
     pub export: Option<std::result::Result<export::Report, String>>,
