@@ -277,6 +277,46 @@ impl Seen {
             }
         }
     }
+
+    /// Reads the session root's repository and its HEAD only, with no look at the work tree
+    /// (`tree` is `None`): what a run launched without a checkpoint or an export needs before
+    /// its program starts. A failure is a warning naming `consequence`; the HEAD read is
+    /// returned beside.
+    pub fn head_of_root(root: &Path, consequence: &str) -> (Seen, Option<Head>) {
+        match try_for_root(root) {
+            Ok(Some(repo)) => match repo.head() {
+                Ok(head) => (
+                    Seen {
+                        repo: Some(repo),
+                        ..Seen::default()
+                    },
+                    Some(head),
+                ),
+                Err(e) => {
+                    crate::term::warn(&format!("{e}; {consequence}"));
+                    (
+                        Seen {
+                            repo: Some(repo),
+                            tree: None,
+                            unknown: true,
+                        },
+                        None,
+                    )
+                }
+            },
+            Ok(None) => (Seen::default(), None),
+            Err(e) => {
+                crate::term::warn(&format!("{e}; {consequence}"));
+                (
+                    Seen {
+                        unknown: true,
+                        ..Seen::default()
+                    },
+                    None,
+                )
+            }
+        }
+    }
 }
 
 /// `root` relative to `top`, `/`-separated and `/`-terminated, or "" when equal (or unrelated).

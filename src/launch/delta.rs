@@ -7,6 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
 
 use crate::fingerprint::{self, Fingerprints};
 use crate::git::{Repo, TreeChange, WorkTree};
@@ -119,6 +122,56 @@ pub fn files_changed(
         out.push(state);
     }
     out
+}
+
+/// How far behind the clock a file's times may be: the kernel stamps them from its coarse
+/// clock, a tick (up to 10 ms) behind the time a process reads, so a file written just after a
+/// start must not look older than it.
+const MTIME_LAG: Duration = Duration::from_millis(50);
+
+/// When a file or directory was last modified; `None` when it cannot be read.
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::symlink_metadata(path).ok()?.modified().ok()
+}
+
+/// The baseline of a span of work seen only at its end — a run launched without a scan before
+/// it (`run --no-checkpoint --no-export`), an agent session recorded from its hooks: of `files`
+/// (what differs from HEAD at the end, with fingerprints), those that did not change between
+/// `started` and `ended`, so that [`files_changed`] leaves them out.
+///
+/// - A file that exists counts as changed when its modification time falls in the span; one
+///   last modified before it was dirty already and left alone, one modified after it (a
+///   session recorded late) is someone else's.
+/// - A deleted file counts when its directory was modified in the span or after it (or is
+///   gone): a deletion modifies its directory; one whose directory was last modified before
+///   the start was deleted before.
+///
+/// What this cannot see: a file dirty before the span that the span made clean again (it is
+/// not in `files`); a file dirty before whose modification time a program set back (`cp -p`,
+/// `tar`, `rsync -t`) is judged by that time; a file dirty before and written again with the
+/// same content counts.
+pub fn unchanged_in_span(
+    repo: &Repo,
+    files: &[FileState],
+    started: DateTime<Utc>,
+    ended: DateTime<Utc>,
+) -> Vec<FileState> {
+    let started = SystemTime::from(started) - MTIME_LAG;
+    let ended = SystemTime::from(ended);
+    files
+        .iter()
+        .filter(|f| {
+            let Some(abs) = repo.abs(&f.path) else {
+                return false;
+            };
+            if f.status == FileStatus::Deleted {
+                abs.parent().and_then(modified).is_some_and(|t| t < started)
+            } else {
+                modified(&abs).is_some_and(|t| t < started || t > ended)
+            }
+        })
+        .cloned()
+        .collect()
 }
 
 fn exists(path: &Path) -> bool {

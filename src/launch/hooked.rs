@@ -37,7 +37,7 @@ use super::process::{Liveness, liveness};
 use crate::agents::Agent;
 use crate::fsutil::{Links, Named, WriteGuard};
 use crate::git::{self, Detail};
-use crate::model::{FileState, FileStatus, Run, RunResult, RunState};
+use crate::model::{Run, RunResult, RunState};
 use crate::session::{Project, ops};
 
 /// Largest marker read (1 MiB).
@@ -57,9 +57,6 @@ pub const MARKER_MAX_AGE: Duration = Duration::from_secs(7 * 86_400);
 /// How long a completion waits for the session lock and for another completion: it runs off
 /// the agent's clock, so it may wait long rather than lose the run.
 pub const COMPLETE_WAIT: Duration = Duration::from_secs(60);
-
-/// How far behind the clock a file's modification time may be (see `not_the_sessions`).
-const MTIME_LAG: Duration = Duration::from_millis(50);
 
 /// The name of the completions' lock file in `.pas-agent/runs/`.
 const LOCK_NAME: &str = "hooks.lock";
@@ -431,32 +428,6 @@ fn refresh_blocks(project: &Project, agent: &'static Agent) -> Result<(), String
     crate::export::refresh_blocks(&session, agent, &project.root, &held.stale)
 }
 
-/// The files that differed from HEAD at the end and are not the session's: those last
-/// modified before it started (already changed then, and left alone), and, for a session
-/// completed late, those modified after it ended.
-fn not_the_sessions(
-    repo: &git::Repo,
-    files: &[FileState],
-    started: DateTime<Utc>,
-    ended: DateTime<Utc>,
-) -> Vec<FileState> {
-    // A file's modification time comes from the kernel's coarse clock, a tick (up to 10 ms)
-    // behind the time the hook read: a file written just after the start must not look older.
-    let started = std::time::SystemTime::from(started) - MTIME_LAG;
-    let ended = std::time::SystemTime::from(ended);
-    files
-        .iter()
-        .filter(|f| f.status != FileStatus::Deleted)
-        .filter(|f| {
-            repo.abs(&f.path)
-                .and_then(|p| std::fs::symlink_metadata(p).ok())
-                .and_then(|m| m.modified().ok())
-                .is_some_and(|m| m < started || m > ended)
-        })
-        .cloned()
-        .collect()
-}
-
 /// The agent's own words for the run of `marker`'s session (its prompts, last answer, model,
 /// tokens, edits and commands; [`Agent::transcript`]): only the turns after its start (with
 /// none seen, the whole transcript: no run of this session was recorded before, see
@@ -538,7 +509,7 @@ fn complete_one(
     let (head_before, baseline) = match (started, &tree, &repo) {
         (Some(started), Some(tree), Some(repo)) => (
             marker.head_before.clone(),
-            not_the_sessions(repo, &tree.files, started, ended_at),
+            super::delta::unchanged_in_span(repo, &tree.files, started, ended_at),
         ),
         (None, Some(tree), _) => {
             notes.push(

@@ -71,9 +71,19 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
     let outcomes: Vec<Closing> = dead
         .iter()
         .map(|r| {
-            let baseline = r.baseline.clone().unwrap_or_default();
-            let outcome =
-                super::record::git_outcome(repo.as_ref(), r.head_before.as_deref(), &baseline);
+            // A run launched without a scan before it has no baseline: its files are those
+            // that changed since it started.
+            let outcome = match &r.baseline {
+                Some(baseline) => {
+                    super::record::git_outcome(repo.as_ref(), r.head_before.as_deref(), baseline)
+                }
+                None => super::record::git_outcome_since(
+                    repo.as_ref(),
+                    r.head_before.as_deref(),
+                    r.started_at,
+                    now,
+                ),
+            };
             // The launcher saw the agent end but could not save it (a full disk).
             let pending = outcome::pending(&project.root, &r.id)
                 .filter(|p| r.nonce.as_deref() == Some(p.nonce.as_str()));

@@ -1,6 +1,7 @@
 //! The run record: written as `running` before the agent starts (with the launcher's pid,
-//! start token and a nonce, and the changed files at that moment), and completed after it
-//! exits with what happened (docs/launcher.md).
+//! start token and a nonce, and — unless the run has neither checkpoint nor export — the
+//! changed files at that moment), and completed after it exits with what happened
+//! (docs/launcher.md).
 
 use std::path::Path;
 use std::time::Instant;
@@ -57,6 +58,14 @@ pub struct Plan {
     pub restoring: Option<super::freeze::Token>,
 }
 
+impl Plan {
+    /// A run with neither checkpoint nor export (`--no-checkpoint --no-export`): nothing
+    /// before it needs the work tree, so it is not scanned before the program starts.
+    pub fn is_bare(&self) -> bool {
+        !self.checkpoint && self.export.is_none()
+    }
+}
+
 /// The run record's key naming the frozen run a run restores.
 pub const RESTORED_FROM_KEY: &str = "restored_from";
 /// The run record's key saying what ended the run, when it was not the agent itself
@@ -72,11 +81,16 @@ pub struct Started {
     /// 1-based position of the run in `runs`.
     pub number: usize,
     started: Instant,
+    /// When the run record says it started (before the program did).
+    started_at: chrono::DateTime<Utc>,
     repo: Option<Repo>,
     /// Git could not be read before the run: keep the recorded git state.
     git_unknown: bool,
     head_before: Option<String>,
-    baseline: Vec<FileState>,
+    /// The changed files when the run started; `None` for a run that did not look at the work
+    /// tree before its program started (no checkpoint, no export): its files come from the
+    /// one scan after it, by their modification times ([`delta::unchanged_in_span`]).
+    baseline: Option<Vec<FileState>>,
     /// What the export did, when it ran.
     pub export: Option<std::result::Result<export::Report, String>>,
     /// Other runs of this project whose launcher is alive or may be: `(number, agent, pid)`.
@@ -228,13 +242,23 @@ fn running_record(
 /// Takes the "before" checkpoint, exports to the agent's context file and writes the run as
 /// `running`, all under one lock. An export that fails (broken markers, a read-only file) is
 /// reported and skipped: the agent still starts.
+///
+/// The work tree is scanned once for the checkpoint, the export and the run's baseline; a run
+/// with neither checkpoint nor export ([`Plan::is_bare`]) reads HEAD only, and its files are
+/// decided after it ([`finish`]).
 pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
-    let seen = git::Seen::of_root(
-        &project.root,
-        Detail::Files,
-        "the run is recorded without git data; the git state recorded earlier is kept",
-    );
+    const WITHOUT_GIT: &str =
+        "the run is recorded without git data; the git state recorded earlier is kept";
+    let bare = plan.is_bare();
+    let (seen, head) = if bare {
+        git::Seen::head_of_root(&project.root, WITHOUT_GIT)
+    } else {
+        let seen = git::Seen::of_root(&project.root, Detail::Files, WITHOUT_GIT);
+        let head = seen.tree.as_ref().map(|t| t.head.clone());
+        (seen, head)
+    };
     let (repo, tree, git_unknown) = (seen.repo, seen.tree, seen.unknown);
+    let head_before = head.and_then(|h| h.commit);
     let now = Utc::now();
     let run_id = plan.run_id;
     let nonce = Uuid::new_v4().simple().to_string();
@@ -284,13 +308,8 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         });
         s.runs.push(Run {
             checkpoint_before: checkpoint_before.flatten(),
-            baseline: Some(baseline.clone()),
-            ..running_record(
-                plan,
-                &nonce,
-                now,
-                tree.as_ref().and_then(|t| t.head.commit.clone()),
-            )
+            baseline: (!bare).then(|| baseline.clone()),
+            ..running_record(plan, &nonce, now, head_before.clone())
         });
         s.updated_at = now;
         let run = s.runs.last().cloned();
@@ -324,10 +343,11 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         nonce,
         number,
         started: Instant::now(),
-        head_before: tree.as_ref().and_then(|t| t.head.commit.clone()),
+        started_at: now,
+        head_before,
         repo,
         git_unknown,
-        baseline,
+        baseline: (!bare).then_some(baseline),
         export,
         others,
         taken,
@@ -384,6 +404,26 @@ pub fn git_outcome(
     baseline: &[FileState],
 ) -> GitOutcome {
     delta::git_outcome_of(repo, live_tree(repo), head_before, baseline)
+}
+
+/// Compares the work tree now with a run's start known only by its time, `started_at`, and
+/// `head_before` (a run that did not scan the work tree before it): of the files that differ
+/// from HEAD now, those that did not change between `started_at` and `ended_at` are taken as
+/// the baseline ([`delta::unchanged_in_span`]). One scan of the work tree.
+pub fn git_outcome_since(
+    repo: Option<&Repo>,
+    head_before: Option<&str>,
+    started_at: chrono::DateTime<Utc>,
+    ended_at: chrono::DateTime<Utc>,
+) -> GitOutcome {
+    let tree = live_tree(repo);
+    let baseline = match (repo, &tree) {
+        (Some(repo), Some(tree)) => {
+            delta::unchanged_in_span(repo, &tree.files, started_at, ended_at)
+        }
+        _ => Vec::new(),
+    };
+    delta::git_outcome_of(repo, tree, head_before, &baseline)
 }
 
 /// How long reading the agent's transcripts after a run may take in all; past it the run is
@@ -509,11 +549,19 @@ pub fn finish(
         head_after,
         commits,
         files_changed,
-    } = git_outcome(
-        started.repo.as_ref(),
-        started.head_before.as_deref(),
-        &started.baseline,
-    );
+    } = match &started.baseline {
+        Some(baseline) => git_outcome(
+            started.repo.as_ref(),
+            started.head_before.as_deref(),
+            baseline,
+        ),
+        None => git_outcome_since(
+            started.repo.as_ref(),
+            started.head_before.as_deref(),
+            started.started_at,
+            ended_at,
+        ),
+    };
     let git_unknown = tree.is_none() && (started.repo.is_some() || started.git_unknown);
     let run_id = started.run_id;
     let nonce = started.nonce.clone();

@@ -317,8 +317,21 @@ fn the_agent_runs_in_the_current_directory_with_pwd_and_its_run_id() {
 
 #[test]
 fn a_killed_launcher_leaves_a_running_record_that_the_next_command_abandons() {
+    killed_launcher_abandoned(&[]);
+}
+
+/// A run with `--no-checkpoint --no-export` keeps no baseline: the command that closes it
+/// judges its files by their modification times, as the launcher would have.
+#[test]
+fn a_killed_bare_launcher_is_abandoned_with_the_files_changed_during_its_run() {
+    killed_launcher_abandoned(&["--no-checkpoint", "--no-export"]);
+}
+
+fn killed_launcher_abandoned(options: &[&str]) {
     let sb = Sandbox::with_session();
     sb.write("dirty-before.txt", "x\n");
+    // Well before the run (not a timing assertion: the file system's clock is a tick behind).
+    std::thread::sleep(std::time::Duration::from_millis(300));
     let agent_pid = sb.tmp.path().join("agent-pid");
     sb.stand_in(
         "worker",
@@ -327,8 +340,14 @@ fn a_killed_launcher_leaves_a_running_record_that_the_next_command_abandons() {
             agent_pid.display()
         ),
     );
-    let mut child = spawn_plain(&sb, &["run", "--", "worker"]);
+    let args = [&["run"][..], options, &["--", "worker"]].concat();
+    let mut child = spawn_plain(&sb, &args);
     let launcher = running_launcher(&sb);
+    assert_eq!(
+        last_run(&sb).get("baseline").is_some(),
+        options.is_empty(),
+        "a baseline only when the work tree was scanned before the run"
+    );
     let done = agent_pid.with_extension("done");
     wait_for("the agent's work", || done.exists().then_some(()));
     kill(launcher, SIGKILL);

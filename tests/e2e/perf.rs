@@ -901,3 +901,92 @@ fn status_directory_cache_matches_the_full_computation() {
         assert!(used.iter().all(|&(_, kept)| kept == 0), "{state}: {used:?}");
     }
 }
+
+/// The syscalls of `pas-agent run <args> -- <program>` and its children, as strace wrote them,
+/// split where `program` is executed: (before, after).
+fn traced_run(sb: &Sandbox, args: &[&str], program: &std::path::Path) -> (String, String) {
+    let trace = sb.tmp.path().join("run-strace.txt");
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-qq", "-s", "256", "-o"])
+        .arg(&trace)
+        .arg(crate::common::bin())
+        .arg("run")
+        .args(args)
+        .args(["--no-pty", "--"])
+        .arg(program);
+    let template = sb.cmd();
+    for (k, v) in template.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.current_dir(&sb.work).stdin(std::process::Stdio::null());
+    let out = cmd.output().expect("strace is needed for this test");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let exec = format!("execve(\"{}\"", program.display());
+    let at = text
+        .find(&exec)
+        .unwrap_or_else(|| panic!("the program's execve is not in the trace:\n{text}"));
+    (text[..at].to_string(), text[at..].to_string())
+}
+
+/// `run --no-checkpoint --no-export` does not scan the work tree before its program starts
+/// (it reads HEAD only); it scans once after. The full `run` scans before (for the checkpoint
+/// and the baseline), which shows the trace would see a scan. Seen as the syscalls that name
+/// the work tree's files (their names are distinctive) before and after the program's `execve`.
+#[test]
+fn a_bare_run_reads_no_file_of_the_work_tree_before_its_program_starts() {
+    let Ok(probe) = Command::new("strace").arg("-V").output() else {
+        panic!("strace is needed for this test (apt-get install strace; .ci/run installs it)");
+    };
+    assert!(probe.status.success());
+    let sb = Sandbox::with_session();
+    for d in ["a", "b"] {
+        for i in 0..5 {
+            sb.write(&format!("tree/{d}/scanme-{i}.txt"), format!("{d} {i}\n"));
+        }
+    }
+    sb.git(&["add", "tree"]);
+    sb.git(&["commit", "-q", "-m", "tree"]);
+    sb.write("tree/a/scanme-0.txt", "dirty\n");
+    sb.write("tree/b/scanme-untracked.txt", "new\n");
+    let program = sb.stand_in("program-under-trace", "echo made > tree/a/made.txt");
+    // A first run of each kind makes the launcher's own files (registry, caches).
+    for args in [&["--no-checkpoint", "--no-export"][..], &[]] {
+        let mut all = args.to_vec();
+        all.extend(["--no-pty", "--", "true"]);
+        sb.ok(&[&["run"][..], &all].concat());
+    }
+
+    let (before, after) = traced_run(&sb, &["--no-checkpoint", "--no-export"], &program);
+    let named: Vec<&str> = before.lines().filter(|l| l.contains("scanme")).collect();
+    assert!(
+        named.is_empty(),
+        "the bare run read the work tree before its program started:\n{}",
+        named.join("\n")
+    );
+    assert!(
+        after.contains("scanme"),
+        "the bare run scans the work tree after its program:\n{after}"
+    );
+    let run = crate::common::last_run(&sb);
+    assert_eq!(
+        crate::common::changed_paths(&run),
+        vec!["tree/a/made.txt"],
+        "{run:#}"
+    );
+
+    let (before, after) = traced_run(&sb, &[], &program);
+    assert!(
+        before.contains("scanme") && after.contains("scanme"),
+        "the full run scans before and after its program"
+    );
+    let run = crate::common::last_run(&sb);
+    assert!(crate::common::changed_paths(&run).is_empty(), "{run:#}");
+}

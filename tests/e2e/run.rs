@@ -488,3 +488,78 @@ fi"#,
     run_in("docs", &["--resume"]);
     assert_eq!(sb.read("args.txt"), format!("--resume|{docs_id}|"));
 }
+
+/// `run --no-checkpoint --no-export` looks at the work tree only after its program: the files
+/// it records are those that differ from HEAD and changed while the program ran (by their
+/// change times), plus what it committed — not the files that were dirty before and left alone.
+#[test]
+fn a_bare_run_records_the_files_its_program_changed_and_not_those_dirty_before() {
+    let sb = Sandbox::with_session();
+    sb.write("lib.rs", "fn lib() {}\n");
+    sb.write("sub/gone.txt", "to be deleted by the program\n");
+    sb.write("old/stale.txt", "deleted before the run\n");
+    sb.write("again.txt", "committed\n");
+    sb.git(&[
+        "add",
+        "lib.rs",
+        "sub/gone.txt",
+        "old/stale.txt",
+        "again.txt",
+    ]);
+    sb.git(&["commit", "-q", "-m", "More files"]);
+    // Dirty before the run: a tracked edit, an untracked file and a deletion left alone, and
+    // a file the program edits again.
+    sb.write("README.md", "# Project\nedited before the run\n");
+    sb.write("already.txt", "untracked before the run\n");
+    sb.write("again.txt", "committed\nedited before the run\n");
+    std::fs::remove_file(sb.path("old/stale.txt")).unwrap();
+    // The run's start is well after those changes (not a timing assertion: a wait so that the
+    // file system's clock, a tick behind, cannot place them inside the run).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let script = sb.stand_in(
+        "bare-program",
+        r#"echo "fresh" > new.txt
+echo "more" >> again.txt
+echo "edited" >> lib.rs
+rm sub/gone.txt
+echo "committed" > committed.rs
+git add committed.rs && git commit -q -m "Add committed.rs""#,
+    );
+    let head_before = sb.git(&["rev-parse", "HEAD"]);
+    let out = sb.run(&[
+        "run",
+        "--no-checkpoint",
+        "--no-export",
+        "--no-pty",
+        "--",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run = last_run(&sb);
+    assert_eq!(run["state"], "finished");
+    assert_eq!(run["head_before"], head_before.as_str());
+    assert_eq!(run["commits"].as_array().unwrap().len(), 1, "{run:#}");
+    let files: Vec<(&str, &str)> = run["files_changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap(), f["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        files,
+        vec![
+            ("again.txt", "Modified"),
+            ("committed.rs", "Added"),
+            ("lib.rs", "Modified"),
+            ("new.txt", "Untracked"),
+            ("sub/gone.txt", "Deleted"),
+        ],
+        "the files dirty before the run and left alone are not the run's: {run:#}"
+    );
+    assert!(run.get("baseline").is_none(), "{run:#}");
+    assert!(
+        stderr(&out).contains("1 commit, 5 files changed"),
+        "{}",
+        stderr(&out)
+    );
+}
