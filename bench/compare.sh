@@ -6,13 +6,12 @@
 #   bench/compare.sh BEFORE AFTER [--quick]
 #
 # BEFORE and AFTER are pas-agent binaries (e.g. a release build of the branch you started from,
-# kept aside, and target/release/pas-agent; on x86_64 Linux the binary as shipped is
-# `cargo build-static`'s target/x86_64-unknown-linux-gnu/release/pas-agent). Paired: every figure comes from ROUNDS rounds, each
-# a hyperfine run of all the commands of one row in a rotating order, so that the load of the
-# moment weighs on all of them alike; it prints the median of all runs per command and the
-# median over the rounds of each round's ratio to the yardstick. Instruction counts (callgrind,
-# one run each; steadier than times on a shared machine) are printed for the status and prompt
-# rows when valgrind is installed. The load (`uptime`) is printed before and after.
+# kept aside, and target/release/pas-agent, as `cargo install` builds it). Paired: every figure
+# comes from ROUNDS rounds, each a hyperfine run of all the commands of one row in a rotating
+# order, so that the load of the moment weighs on all of them alike; it prints the median of all
+# runs per command and the median over the rounds of each round's ratio to the yardstick.
+# Instruction counts (callgrind, one run each; steadier than times on a shared machine) are
+# printed for the status and prompt rows when valgrind is installed. The load (`uptime`) is printed before and after.
 #
 # Needs: hyperfine, git, python3, script (util-linux), strace; valgrind optional.
 # Nothing is asserted: speed is measured, never tested. Everything lives in a temporary directory

@@ -1,18 +1,12 @@
 # shellcheck shell=bash disable=SC2034  # bin and work are for the scripts that source this
 # Shared set-up for the benchmarks (sourced, not run, from the repository's top level).
 
-# start_bench: builds the release binary as shipped and sets `bin` to it and `work` to a fresh
-# temporary directory, removed when the script exits. On x86_64 Linux that is `cargo
-# build-static` (glibc linked in, .cargo/config.toml; docs/performance.md "Start-up"),
-# elsewhere `cargo build --release`.
-# BENCH_BIN=path uses that binary instead (e.g. `cargo build --release`'s, as `cargo install`
-# builds it).
+# start_bench: builds the release binary as `cargo install` builds it (`cargo build --release`)
+# and sets `bin` to it and `work` to a fresh temporary directory, removed when the script exits.
+# BENCH_BIN=path uses that binary instead (e.g. a build of another branch, kept aside).
 start_bench() {
   if [ -n "${BENCH_BIN:-}" ]; then
     bin=$(realpath "$BENCH_BIN")
-  elif [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
-    cargo build-static -q
-    bin="${CARGO_TARGET_DIR:-$PWD/target}/x86_64-unknown-linux-gnu/release/pas-agent"
   else
     cargo build --release --locked -q
     bin="${CARGO_TARGET_DIR:-$PWD/target}/release/pas-agent"

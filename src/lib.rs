@@ -24,7 +24,6 @@ pub mod integrate;
 pub mod launch;
 pub mod limits;
 pub mod model;
-pub mod passwd;
 pub mod session;
 pub mod stale;
 pub mod term;

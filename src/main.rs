@@ -1,66 +1,14 @@
-#![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 //! The `pas-agent` binary: parse arguments, run the command, map errors to exit codes.
 //!
-//! On Linux with glibc the binary has its own C `main` (`no_main`): Rust's runtime start-up
-//! (`std::rt::lang_start`) reads `/proc/self/maps` to find the main thread's stack guard, sets
-//! up a signal stack and handlers that only print "stack overflow": 17 system calls, and about
-//! a tenth of what `pas-agent prompt` costs in all (docs/performance.md, "Fifth round: the
-//! prompt's start-up").
-//! `runtime` keeps the parts of it that change what the program does: standard descriptors
-//! that are closed get `/dev/null`, `SIGPIPE` is ignored, a panic exits with 101, and stdout
-//! is flushed at exit. `std::env::args_os` needs nothing: on glibc, std takes the arguments
-//! from an `.init_array` entry, before any `main` runs.
+//! std's own start-up and `main`: a panic prints its message and exits with 101. (The release
+//! profile keeps `panic = "unwind"`: the launcher and the readers of agents' stores catch a
+//! panic and go on.)
 
 use pas_agent::cli::Command;
 use pas_agent::error::{Error, exit};
 use pas_agent::term;
 
-#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
-mod runtime {
-    /// The process's entry point, called by glibc's `__libc_start_main`: the runtime set-up
-    /// std's would do that matters here, the command, then [`std::process::exit`] (which flushes
-    /// stdout, as returning from std's `main` does).
-    #[unsafe(no_mangle)]
-    extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-        standard_fds();
-        // As std's runtime does: a write to a closed pipe is an `EPIPE` error, not a signal.
-        // Children get the default back: std's `Command` resets it before `exec`.
-        // SAFETY: `signal` with `SIG_IGN` installs no handler code.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-        // A panic has printed its message through the hook; exit 101, as std's `main` does.
-        let code = std::panic::catch_unwind(super::run).unwrap_or(101);
-        std::process::exit(code)
-    }
-
-    /// Opens `/dev/null` on each of descriptors 0, 1 and 2 that is closed, lowest first (so it
-    /// takes that number), as std's runtime does: otherwise the first file opened would become
-    /// stdout, and output would be written into it. Aborts if `/dev/null` cannot be opened.
-    fn standard_fds() {
-        let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
-            fd,
-            events: 0,
-            revents: 0,
-        });
-        // SAFETY: `fds` is a valid array of three `pollfd`s; a timeout of 0 never blocks.
-        let polled = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } != -1;
-        for pollfd in fds {
-            let closed = if polled {
-                pollfd.revents & libc::POLLNVAL != 0
-            } else {
-                // SAFETY: `F_GETFD` only reads the descriptor's flags.
-                let flags = unsafe { libc::fcntl(pollfd.fd, libc::F_GETFD) };
-                flags == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
-            };
-            // SAFETY: a NUL-terminated path and plain flags.
-            if closed && unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) } == -1 {
-                std::process::abort();
-            }
-        }
-    }
-}
-
-/// Elsewhere, and in the unit-test build (whose harness brings its own `main`), std's start-up.
-#[cfg(any(not(all(target_os = "linux", target_env = "gnu")), test))]
+/// Runs the command line's command and exits with its code.
 fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(run() as u8)
 }

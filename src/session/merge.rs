@@ -3,8 +3,8 @@
 //! what it does with each field.
 //!
 //! The merge works on JSON values, so fields this build does not know merge too, and the
-//! result is read back as a [`Session`] and written the way every save writes (the original's
-//! field order, unknown fields kept). Rules, with "ours" the branch being merged into (`%A`)
+//! result is read back as a [`Session`](crate::model::Session) and written the way every save
+//! writes (the original's field order, unknown fields kept). Rules, with "ours" the branch being merged into (`%A`)
 //! and "theirs" the other side (`%B`):
 //!
 //! - a value changed on one side only takes that side's value; equal changes agree;
@@ -25,8 +25,6 @@
 use std::cmp::Ordering;
 
 use serde_json::{Map, Value};
-
-use crate::model::Session;
 
 /// The six lists of a task.
 const LISTS: [&str; 6] = [
@@ -64,7 +62,10 @@ pub fn merge_files(base: &[u8], ours: &[u8], theirs: &[u8]) -> Result<Vec<u8>, S
         Some(read("base", base)?)
     };
     let merged = merge(b.as_ref(), &o, &t);
-    let session: Session = serde_json::from_value(merged)
+    // Read back through the store's parser too (one instance of the session's deserializer in
+    // the binary, not a second one for `serde_json::Value`).
+    let text = serde_json::to_vec(&merged).map_err(|e| e.to_string())?;
+    let session = super::codec::parse(std::path::Path::new("the merged session"), &text)
         .map_err(|e| format!("the merged session is not valid: {e}"))?;
     let mut bytes = super::codec::to_json(&session).map_err(|e| e.to_string())?;
     bytes.push(b'\n');

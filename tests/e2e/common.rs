@@ -11,9 +11,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-/// Environment variable naming another build of pas-agent to run the suite against (`.ci/run`
-/// sets it to the `cargo build-static` binary for a second pass); unset, the suite runs the
-/// binary cargo built for it.
+/// Environment variable naming another build of pas-agent to run the suite against (a release
+/// build, say); unset, the suite runs the binary cargo built for it.
 pub const BIN_ENV: &str = "PAS_AGENT_E2E_BIN";
 
 /// Path of the binary under test.

@@ -23,7 +23,6 @@ mod hooks_tmux;
 mod integrate;
 mod launcher;
 mod launcher_support;
-mod link_order;
 mod mcp;
 mod mock_model;
 mod newcomer;

@@ -1,8 +1,7 @@
-//! The binary's own start-up (src/main.rs `runtime`, which replaces Rust's on Linux with glibc):
-//! what std's runtime did that changes what the program does must still happen. A write to a
-//! closed pipe is an error the command handles (exit 0 for output nobody reads), not a
-//! `SIGPIPE` death; standard descriptors that are closed get `/dev/null`, so no file the
-//! command opens becomes its stdout or stderr.
+//! The binary's start-up (std's runtime, src/main.rs): what it does that changes what the
+//! program does. A write to a closed pipe is an error the command handles (exit 0 for output
+//! nobody reads), not a `SIGPIPE` death; standard descriptors that are closed get `/dev/null`,
+//! so no file the command opens becomes its stdout or stderr.
 
 use std::os::unix::process::CommandExt as _;
 use std::os::unix::process::ExitStatusExt as _;
