@@ -180,20 +180,26 @@ fn portable_paths(session: &mut Session) {
         portable_files(&mut cp.files_changed);
     }
     for run in &mut session.runs {
-        portable_files(&mut run.files_changed);
-        if let Some(b) = &mut run.baseline {
-            portable_files(b);
-        }
-        if let Some(c) = &mut run.capture
-            && let Some(p) = portable_path(c)
-        {
-            *c = p;
-        }
-        if let Some(t) = &mut run.transcript {
-            for e in &mut t.edits {
-                if let Some(p) = portable_path(e) {
-                    *e = p;
-                }
+        portable_run(run);
+    }
+}
+
+/// A run's stored paths (its files, baseline, capture and the files its agent edited) in
+/// [`portable_path`]'s form, as every load gives them.
+pub fn portable_run(run: &mut crate::model::Run) {
+    portable_files(&mut run.files_changed);
+    if let Some(b) = &mut run.baseline {
+        portable_files(b);
+    }
+    if let Some(c) = &mut run.capture
+        && let Some(p) = portable_path(c)
+    {
+        *c = p;
+    }
+    if let Some(t) = &mut run.transcript {
+        for e in &mut t.edits {
+            if let Some(p) = portable_path(e) {
+                *e = p;
             }
         }
     }
