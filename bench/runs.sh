@@ -110,7 +110,7 @@ for name, n, exe, repo in sessions:
     cmds[key, "runs 1"] = (repo, [exe, "runs", "1"])
     cmds[key, "runs N"] = (repo, [exe, "runs", n])
     cmds[key, "status"] = (repo, [exe, "status"])
-    cmds[key, "export"] = (repo, [exe, "export"])
+    cmds[key, "export"] = (repo, [exe, "export", "--to", "codex"])
 def run(c):
     repo, argv = c
     t = time.perf_counter()
