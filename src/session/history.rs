@@ -508,3 +508,87 @@ pub fn retain(
     }
     Ok(r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RunResult;
+
+    fn run(i: usize) -> Run {
+        serde_json::from_value(serde_json::json!({
+            "id": format!("00000000-0000-4000-8000-{i:012}"),
+            "agent": "codex", "argv": ["codex"], "cwd": "/w", "state": "finished",
+            "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:01:00Z",
+            "duration_ms": 60000, "exit_code": 0,
+            "commits": [{"id": "abc", "summary": "work"}],
+            "files_changed": [{"path": "a.txt", "status": "modified", "fingerprint": "x"}],
+            "agent_session_id": "s",
+            "transcript": {"prompts": ["do it"], "last_answer": "done"},
+            "last_message": "done",
+            "small_unknown": 1,
+            "big_unknown": "y".repeat(BIG_FIELD + 1),
+            "recorded_by": "codex hooks"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_latest_runs_running_ones_and_the_blocks_runs_keep_their_details() {
+        let mut runs: Vec<Run> = (0..30).map(run).collect();
+        runs[2].state = RunState::Running;
+        // The latest 12 did no work: the block lists the 5 before them.
+        for r in &mut runs[18..] {
+            r.result = Some(RunResult::FailedStart);
+        }
+        let keep = keeps_details(&runs);
+        let kept: Vec<usize> = (0..30).filter(|&i| keep[i]).collect();
+        assert_eq!(
+            kept,
+            vec![
+                2, 13, 14, 15, 16, 17, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29
+            ]
+        );
+    }
+
+    #[test]
+    fn a_skeleton_with_its_details_is_the_run_it_was() {
+        let mut r = run(1);
+        r.extra.insert(TOTAL_KEY.into(), 7.into());
+        let before = serde_json::to_value(&r).unwrap();
+        let details = details_of(&r).unwrap();
+        assert!(details.contains_key("big_unknown") && details.contains_key("last_message"));
+        assert!(!details.contains_key("small_unknown") && !details.contains_key("recorded_by"));
+        strip(&mut r, &details);
+        assert!(r.transcript.is_none() && r.commits.is_empty() && r.files_changed.is_empty());
+        assert_eq!(r.extra[TOTAL_KEY], 7);
+        assert_eq!(r.extra[COMMITS_KEY], 1);
+        assert_eq!(r.extra["recorded_by"], "codex hooks");
+        assert!(!r.extra.contains_key("big_unknown"));
+        // A skeleton has nothing more to move.
+        assert!(details_of(&r).is_none());
+        let back = restore(&r, &details).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), before);
+        // Without a count of its own before, none after.
+        let mut plain = run(2);
+        let before = serde_json::to_value(&plain).unwrap();
+        let details = details_of(&plain).unwrap();
+        strip(&mut plain, &details);
+        let back = restore(&plain, &details).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), before);
+    }
+
+    #[test]
+    fn run_lines_are_found_whole_and_in_a_fused_line() {
+        let line = serde_json::to_string(&RunLine {
+            run: run(3).id,
+            details: details_of(&run(3)).unwrap(),
+        })
+        .unwrap();
+        assert!(line.starts_with(RUN_LINE_START));
+        assert_eq!(run_line_id(&line), Some(run(3).id));
+        assert!(parse_run_line(&line).is_some());
+        let torn = format!("{}{line}", &line[..line.len() / 2]);
+        assert_eq!(parse_run_line(&torn).unwrap().run, run(3).id);
+        assert!(parse_run_line(&line[..line.len() / 2]).is_none());
+    }
+}
