@@ -348,7 +348,21 @@ pub fn fill_runs(project: &Project, runs: &mut [Run]) {
     };
     let mut found: HashMap<Uuid, Extra> = HashMap::new();
     let mut damaged: HashSet<Uuid> = HashSet::new();
-    for line in text.lines() {
+    // One run (`runs N`): only the lines that name it, found by their start, not line by line.
+    let lines: Vec<&str> = match wanted.iter().next() {
+        Some(id) if wanted.len() == 1 => {
+            let needle = format!("{RUN_LINE_START}{id}\"");
+            text.match_indices(&needle)
+                .map(|(at, _)| {
+                    let rest = &text[at..];
+                    rest.find('\n').map_or(rest, |end| &rest[..end])
+                })
+                .collect()
+        }
+        _ => text.lines().collect(),
+    };
+    for line in lines {
+        let line = line.strip_suffix('\r').unwrap_or(line);
         let Some(id) = run_line_id(line).filter(|id| wanted.contains(id)) else {
             continue;
         };
@@ -382,7 +396,9 @@ pub fn fill_runs(project: &Project, runs: &mut [Run]) {
 
 fn read(project: &Project) -> Option<String> {
     let bytes = fsutil::read_limited(&path(project), crate::limits::SESSION.bytes).ok()??;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    Some(String::from_utf8(bytes).unwrap_or_else(|e| {
+        String::from_utf8_lossy(e.as_bytes()).into_owned()
+    }))
 }
 
 /// The record a line holds. A line that is not one whole record is a torn append (a writer
