@@ -504,7 +504,9 @@ fn one(
             "Details:  its line in .pas-agent/history.jsonl is damaged, so what it held (commits, files, the agent's words) cannot all be shown\n",
         );
     } else if r.extra.get(history::RUN_MOVED_KEY) == Some(&true.into()) {
-        out.push_str("Details:  pruned from .pas-agent/history.jsonl (the counts below stay)\n");
+        out.push_str(
+            "Details:  not in .pas-agent/history.jsonl (pruned, or the file is gone or too large to read); the counts below stay\n",
+        );
     }
     if r.state != RunState::Running {
         let short = |c: &Option<String>| {

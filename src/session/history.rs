@@ -396,9 +396,10 @@ pub fn fill_runs(project: &Project, runs: &mut [Run]) {
 
 fn read(project: &Project) -> Option<String> {
     let bytes = fsutil::read_limited(&path(project), crate::limits::SESSION.bytes).ok()??;
-    Some(String::from_utf8(bytes).unwrap_or_else(|e| {
-        String::from_utf8_lossy(e.as_bytes()).into_owned()
-    }))
+    Some(
+        String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
 }
 
 /// The record a line holds. A line that is not one whole record is a torn append (a writer
