@@ -51,9 +51,11 @@ fn cut(text: &mut String, max: usize) -> bool {
 /// edited files go (their counts are kept in the `…_omitted` fields), and `pruned: true` marks
 /// the transcript. Returns whether anything changed.
 fn shrink_words(run: &mut crate::model::Run) -> bool {
-    let Some(t) = &mut run.transcript else {
-        return false;
-    };
+    run.transcript.as_mut().is_some_and(shrink_transcript)
+}
+
+/// [`shrink_words`] of one transcript.
+fn shrink_transcript(t: &mut crate::model::Transcript) -> bool {
     let mut changed = false;
     if t.prompts.len() > 1 {
         t.prompts_omitted += t.prompts.len() - 1;
@@ -127,6 +129,50 @@ fn prune_lists(s: &mut Session, keep: usize) -> Dropped {
     d
 }
 
+/// Every run of `s` by id, and whether it is one whose lists and words a prune keeping the
+/// last `keep` finished runs drops (as [`prune_lists`] picks them).
+fn old_runs(s: &Session, keep: usize) -> std::collections::HashMap<uuid::Uuid, bool> {
+    let finished: Vec<usize> = (0..s.runs.len())
+        .filter(|&i| s.runs[i].state != RunState::Running)
+        .collect();
+    let old: std::collections::HashSet<usize> = finished
+        .iter()
+        .take(finished.len().saturating_sub(keep))
+        .copied()
+        .collect();
+    s.runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id, old.contains(&i)))
+        .collect()
+}
+
+/// What [`prune_lists`] does to an old run, done to its details in the history file (the
+/// fields as the run had them): its file list goes, its count kept in `files_changed_total`,
+/// and its words shrink. Returns whether they changed.
+fn prune_details(d: &mut crate::model::Extra) -> bool {
+    let mut changed = false;
+    if let Some(v) = d.get("files_changed") {
+        let files: Vec<crate::model::FileState> =
+            serde_json::from_value(v.clone()).unwrap_or_default();
+        if !files.is_empty() {
+            let total = total_of(&files, d);
+            d.remove("files_changed");
+            d.insert(TOTAL_KEY.into(), total.into());
+            changed = true;
+        }
+    }
+    if let Some(v) = d.get_mut("transcript")
+        && let Ok(mut t) = serde_json::from_value::<crate::model::Transcript>(v.clone())
+        && shrink_transcript(&mut t)
+        && let Ok(shrunk) = serde_json::to_value(&t)
+    {
+        *v = shrunk;
+        changed = true;
+    }
+    changed
+}
+
 pub fn run(args: PruneArgs) -> Result<i32> {
     let project = super::project()?;
     let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
@@ -137,27 +183,43 @@ pub fn run(args: PruneArgs) -> Result<i32> {
     } else {
         project.modify(|s| Ok(prune_lists(s, args.keep)))?
     };
-    // Lists moved to the history file go the same way.
+    // Lists moved to the history file go the same way, and the details of old runs moved
+    // there shrink as the runs' own would.
+    let full = project.load()?;
     let keep: std::collections::HashSet<uuid::Uuid> = {
-        let full = project.load()?;
         let n = full.checkpoints.len();
         full.checkpoints[n.saturating_sub(args.keep)..]
             .iter()
             .map(|c| c.id)
             .collect()
     };
-    let (lines, history_bytes) = crate::session::history::retain(&project, &keep, args.dry_run)?;
+    let runs = old_runs(&full, args.keep);
+    let history =
+        crate::session::history::retain(&project, &keep, &runs, &prune_details, args.dry_run)?;
     let mut out = String::new();
-    if lines > 0 {
+    if history.dropped > 0 {
         let _ = writeln!(
             out,
-            "{} {lines} older file lists from .pas-agent/history.jsonl ({} KB before).",
+            "{} {} older lines from .pas-agent/history.jsonl ({} KB before).",
             if args.dry_run {
                 "Would drop"
             } else {
                 "Dropped"
             },
-            history_bytes / 1024
+            history.dropped,
+            history.bytes / 1024
+        );
+    }
+    if history.shrunk > 0 {
+        let _ = writeln!(
+            out,
+            "{} the file lists and words of {} in .pas-agent/history.jsonl.",
+            if args.dry_run {
+                "Would drop"
+            } else {
+                "Dropped"
+            },
+            count(history.shrunk, "older run", "older runs"),
         );
     }
     let verb = if args.dry_run {

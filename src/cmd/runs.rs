@@ -12,6 +12,7 @@ use crate::launch::process::Liveness;
 use crate::launch::reconcile;
 use crate::launch::registry::{Entry, Registry, State};
 use crate::model::{Run, RunState};
+use crate::session::history;
 use crate::term::{Out, clean, clean_line, style};
 use unicode_width::UnicodeWidthStr;
 
@@ -284,11 +285,13 @@ pub fn run(args: RunsArgs) -> Result<i32> {
         return all(&args);
     }
     let project = project()?;
-    let session = project.load()?;
+    let mut session = project.load()?;
     if let Some(n) = &args.number {
         return one(&project, &session, n, args.json);
     }
     if args.json {
+        // Old runs' details come back from `.pas-agent/history.jsonl`, in one pass over it.
+        history::fill_runs(&project, &mut session.runs);
         print_json(&RunsJson {
             runs: &session.runs,
         })?;
@@ -325,8 +328,12 @@ pub fn run(args: RunsArgs) -> Result<i32> {
             Cell::painted(state_label(r), state_style(r)),
             Cell::plain(exit),
             Cell::plain(r.duration_ms.map_or("-".into(), duration)),
-            Cell::plain(counted(r, r.commits.len())),
-            Cell::plain(counted(r, r.files_changed.len())),
+            Cell::plain(counted(r, commits_of(r))),
+            Cell::plain(counted(
+                r,
+                usize::try_from(crate::session::bound::total_of(&r.files_changed, &r.extra))
+                    .unwrap_or(usize::MAX),
+            )),
             Cell::plain(
                 r.agent_session_id
                     .as_deref()
@@ -367,6 +374,17 @@ fn state_style(run: &Run) -> anstyle::Style {
         _ if run.exit_code == Some(0) => style::GOOD,
         _ if run.exit_code.is_some() || run.signal.is_some() => style::BAD,
         _ => anstyle::Style::new(),
+    }
+}
+
+/// How many commits a run made: its list, or the count its skeleton keeps when the list is in
+/// `.pas-agent/history.jsonl`.
+fn commits_of(run: &Run) -> usize {
+    match run.extra.get(history::COMMITS_KEY) {
+        Some(n) if run.commits.is_empty() => crate::session::exact::count(n)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0),
+        _ => run.commits.len(),
     }
 }
 
@@ -411,6 +429,10 @@ fn one(
     json: bool,
 ) -> Result<i32> {
     let (number, r) = find(session, selector)?;
+    // An old run's details come back from `.pas-agent/history.jsonl`.
+    let mut full = [r.clone()];
+    history::fill_runs(project, &mut full);
+    let r = &full[0];
     if json {
         print_json(&OneJson { number, run: r })?;
         return Ok(0);
@@ -477,6 +499,15 @@ fn one(
         let path = project.root.join(capture);
         let _ = writeln!(out, "Capture:  {}", clean_line(&path.to_string_lossy()));
     }
+    if r.extra.get(history::DAMAGED_KEY) == Some(&true.into()) {
+        out.push_str(
+            "Details:  its line in .pas-agent/history.jsonl is damaged, so what it held (commits, files, the agent's words) cannot all be shown\n",
+        );
+    } else if r.extra.get(history::RUN_MOVED_KEY) == Some(&true.into()) {
+        out.push_str(
+            "Details:  not in .pas-agent/history.jsonl (pruned, or the file is gone or too large to read); the counts below stay\n",
+        );
+    }
     if r.state != RunState::Running {
         let short = |c: &Option<String>| {
             c.as_deref().map_or("-".to_string(), |c| {
@@ -489,7 +520,13 @@ fn one(
             short(&r.head_before),
             short(&r.head_after)
         );
-        if r.commits.is_empty() {
+        if r.commits.is_empty() && commits_of(r) > 0 {
+            let _ = writeln!(
+                out,
+                "\n{} (not listed).",
+                crate::display::count(commits_of(r), "commit", "commits")
+            );
+        } else if r.commits.is_empty() {
             out.push_str("\nNo commits.\n");
         } else {
             let _ = writeln!(

@@ -27,8 +27,9 @@ use crate::stale::{MAX_FILES_LISTED, Stale, short};
 
 /// At most this many checkpoints are listed in the history (the original's limit).
 pub const MAX_CHECKPOINTS: usize = 10;
-/// At most this many runs are listed.
-pub const MAX_RUNS: usize = 5;
+/// At most this many runs are listed (the latest finished runs that did work, whose details
+/// `session.json` keeps for this: [`crate::session::history::RUNS_SHOWN`]).
+pub const MAX_RUNS: usize = crate::session::history::RUNS_SHOWN;
 /// At most this many characters of a run's last answer are shown under it (its first prompt:
 /// a quarter of that), before escaping: with [`MAX_RUNS`] runs the words add at most about
 /// 4 KB to the block, a small part of what any agent reads ([`render_within`]).

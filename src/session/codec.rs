@@ -61,13 +61,16 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
         found,
         supported: SCHEMA_VERSION,
     };
-    let mut de = serde_json::Deserializer::from_str(text);
-    // The error carries the path of the field being read (`task.remaining[0]`).
+    // The error carries the path of the field being read (`task.remaining[0]`): tracking it
+    // costs a good part of the parse, so only a file that fails is read again with it.
     let parsed: std::result::Result<Session, (String, serde_json::Error)> =
-        match serde_path_to_error::deserialize::<_, Session>(&mut de) {
-            Ok(s) => de.end().map(|()| s).map_err(|e| (String::new(), e)),
-            Err(e) => Err((e.path().to_string(), e.into_inner())),
-        };
+        serde_json::from_str::<Session>(text).or_else(|_| {
+            let mut de = serde_json::Deserializer::from_str(text);
+            match serde_path_to_error::deserialize::<_, Session>(&mut de) {
+                Ok(s) => de.end().map(|()| s).map_err(|e| (String::new(), e)),
+                Err(e) => Err((e.path().to_string(), e.into_inner())),
+            }
+        });
     match parsed {
         Ok(s) if s.schema_version > SCHEMA_VERSION => Err(unsupported(s.schema_version.into())),
         Ok(s) if s.schema_version < 1 => Err(damaged(format!(
@@ -180,20 +183,26 @@ fn portable_paths(session: &mut Session) {
         portable_files(&mut cp.files_changed);
     }
     for run in &mut session.runs {
-        portable_files(&mut run.files_changed);
-        if let Some(b) = &mut run.baseline {
-            portable_files(b);
-        }
-        if let Some(c) = &mut run.capture
-            && let Some(p) = portable_path(c)
-        {
-            *c = p;
-        }
-        if let Some(t) = &mut run.transcript {
-            for e in &mut t.edits {
-                if let Some(p) = portable_path(e) {
-                    *e = p;
-                }
+        portable_run(run);
+    }
+}
+
+/// A run's stored paths (its files, baseline, capture and the files its agent edited) in
+/// [`portable_path`]'s form, as every load gives them.
+pub fn portable_run(run: &mut crate::model::Run) {
+    portable_files(&mut run.files_changed);
+    if let Some(b) = &mut run.baseline {
+        portable_files(b);
+    }
+    if let Some(c) = &mut run.capture
+        && let Some(p) = portable_path(c)
+    {
+        *c = p;
+    }
+    if let Some(t) = &mut run.transcript {
+        for e in &mut t.edits {
+            if let Some(p) = portable_path(e) {
+                *e = p;
             }
         }
     }

@@ -21,7 +21,8 @@ use serde_json::Value;
 pub fn check(text: &str) -> Result<(), String> {
     let bytes = text.as_bytes();
     // One entry per open object (its keys so far, and whether a key comes next) or array.
-    let mut stack: Vec<Option<(HashSet<String>, bool)>> = Vec::new();
+    // Keys are borrowed from the text unless they hold an escape.
+    let mut stack: Vec<Option<(HashSet<std::borrow::Cow<'_, str>>, bool)>> = Vec::new();
     let mut line = 1usize;
     let mut i = 0;
     while i < bytes.len() {
@@ -59,17 +60,20 @@ pub fn check(text: &str) -> Result<(), String> {
                 }
                 if let Some(Some((keys, true))) = stack.last_mut() {
                     let raw = &text[start..=i.min(bytes.len() - 1)];
-                    let key = if escaped {
-                        serde_json::from_str::<String>(raw).map_err(|e| e.to_string())?
+                    let key: std::borrow::Cow<'_, str> = if escaped {
+                        serde_json::from_str::<String>(raw)
+                            .map_err(|e| e.to_string())?
+                            .into()
                     } else {
-                        raw[1..raw.len() - 1].to_string()
+                        raw[1..raw.len() - 1].into()
                     };
-                    if !keys.insert(key.clone()) {
+                    if keys.contains(&key) {
                         return Err(format!(
                             "line {line}: the key \"{}\" appears twice in one object, and only one could be kept",
                             crate::term::clean_line(&key)
                         ));
                     }
+                    keys.insert(key);
                 }
             }
             b'-' | b'0'..=b'9' => {
@@ -106,6 +110,11 @@ pub fn count(value: &Value) -> Option<u64> {
 /// Whether `serde_json` writes the number back with the same value, and an integer as an
 /// integer (`-0` would come back as the float `-0.0`).
 fn exact(token: &str) -> bool {
+    // A plain non-negative integer that fits a u64 comes back as it is (JSON allows no
+    // leading zeros): the common case, without the round trip below.
+    if token.len() <= 19 && token.bytes().all(|b| b.is_ascii_digit()) {
+        return true;
+    }
     let Ok(n) = serde_json::Number::from_str(token) else {
         return false;
     };

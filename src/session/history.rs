@@ -12,18 +12,31 @@
 //! (`init` names it in `.pas-agent/.gitattributes`); a checkpoint id found twice is the same
 //! list, and the first line counts. `pas-agent show` reads a moved list back; `prune` drops
 //! the lines of checkpoints it prunes.
+//!
+//! Finished runs get the same treatment. `session.json` keeps every run, in order (a run's
+//! number is its position), but only the latest [`RECENT_RUNS`], every running one and the
+//! latest [`RUNS_SHOWN`] finished runs that did work (the context block lists those) keep
+//! their details there. An older run's details (`commits`, `files_changed`, `transcript`,
+//! `baseline`, its `last_message` and any other field of more than [`BIG_FIELD`] bytes this
+//! build does not read from old runs) are appended as one line
+//! `{"run": "<id>", "details": {<field>: <value as it was>, ...}}` and the run keeps a
+//! skeleton: every other field, those fields at their defaults (`"commits": []`,
+//! `"files_changed": []`, no transcript), `"files_changed_total": N`, `"commits_total": N` and
+//! `"details_in_history": true`. `runs N` and `runs --json` put the details back
+//! ([`fill_runs`]); a run's lines are read in file order and a later one wins.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::bound::{TOTAL_KEY, total_of};
 use super::project::Project;
 use crate::error::{Error, Result};
 use crate::fsutil::{self, Links, Named, WriteGuard};
-use crate::model::{FileState, Session, TaskState};
+use crate::model::{Extra, FileState, Run, RunState, Session, TaskState};
 
 /// Name of the history file inside `.pas-agent/`.
 pub const HISTORY_FILE: &str = "history.jsonl";
@@ -33,9 +46,41 @@ pub const HISTORY_FILE: &str = "history.jsonl";
 pub const RECENT: usize = 5;
 /// Field of a checkpoint whose file list is in the history file.
 pub const MOVED_KEY: &str = "files_in_history";
-/// Field `show --json` adds to a checkpoint whose line in the history file cannot be read
-/// (never stored).
+/// Field `show --json` adds to a checkpoint, and `runs N --json` / `runs --json` to a run,
+/// whose line in the history file cannot be read (never stored).
 pub const DAMAGED_KEY: &str = "history_line_damaged";
+/// How many of the latest runs keep their details in `session.json`, whatever their state
+/// (`runs` shows their counts; the launcher, the hooks and `runs N` read them most).
+pub const RECENT_RUNS: usize = 10;
+/// How many of the latest finished runs that did work (no [`crate::model::RunResult`]) keep
+/// their details in `session.json`, however old: the context block's "Recent Agent Runs"
+/// lists these, with their words and files.
+pub const RUNS_SHOWN: usize = 5;
+/// Field of a run whose details are in the history file.
+pub const RUN_MOVED_KEY: &str = "details_in_history";
+/// Field of a run whose details are in the history file: how many commits it made.
+pub const COMMITS_KEY: &str = "commits_total";
+/// A field of a run this build does not read from old runs moves to the history file when its
+/// JSON is longer than this many bytes (`last_message` always moves).
+pub const BIG_FIELD: usize = 200;
+/// Fields of a run that always stay in its skeleton: the counts and the marker, and the short
+/// notes the hooks' dedup, `runs` and the abandoned-run check read.
+const KEPT_FIELDS: [&str; 12] = [
+    TOTAL_KEY,
+    RUN_MOVED_KEY,
+    COMMITS_KEY,
+    "recorded_by",
+    "hook_note",
+    "agent_session_note",
+    "agent_session_learned",
+    "agent_started_at",
+    "ended_by",
+    "restored_from",
+    "reconciled_at",
+    "outcome",
+];
+/// The typed fields of a run that move ([`Run`]'s names).
+const MOVED_FIELDS: [&str; 4] = ["commits", "files_changed", "transcript", "baseline"];
 
 #[derive(Serialize, Deserialize)]
 struct Line {
@@ -56,21 +101,36 @@ pub fn path(project: &Project) -> PathBuf {
     project.state_dir().join(HISTORY_FILE)
 }
 
-/// Moves the file lists of checkpoints older than the [`RECENT`] latest into the history
-/// file. Runs under the lock, before the save; when the save then fails the lines are there
-/// twice at worst, which readers allow.
+/// Moves the file lists of checkpoints older than the [`RECENT`] latest, and the details of
+/// runs [`keeps_details`] leaves out, into the history file. Runs under the lock, before the
+/// save; when the save then fails the lines are there twice at worst, which readers allow.
 ///
 /// Errors: the history file cannot be appended to (nothing in `session` changes then).
 pub fn move_out(project: &Project, session: &mut Session) -> Result<()> {
     let n = session.checkpoints.len();
-    if n <= RECENT {
+    let old = &mut session.checkpoints[..n.saturating_sub(RECENT)];
+    let runs_kept = keeps_details(&session.runs);
+    let runs_moving: Vec<(usize, Extra)> = session
+        .runs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !runs_kept[*i])
+        .filter_map(|(i, r)| details_of(r).map(|d| (i, d)))
+        .collect();
+    if !old.iter().any(movable) && runs_moving.is_empty() {
         return Ok(());
     }
-    let old = &mut session.checkpoints[..n - RECENT];
-    if !old.iter().any(movable) {
-        return Ok(());
-    }
+    let encode =
+        |e: serde_json::Error| Error::io(path(project), std::io::Error::other(e.to_string()));
     let mut out = Vec::new();
+    for (i, details) in &runs_moving {
+        let line = RunLine {
+            run: session.runs[*i].id,
+            details: details.clone(),
+        };
+        out.extend_from_slice(&serde_json::to_vec(&line).map_err(encode)?);
+        out.push(b'\n');
+    }
     for cp in old.iter() {
         if !movable(cp) {
             continue;
@@ -102,12 +162,244 @@ pub fn move_out(project: &Project, session: &mut Session) -> Result<()> {
         cp.task_snapshot = TaskState::default();
         cp.extra.insert(MOVED_KEY.into(), true.into());
     }
+    for (i, details) in runs_moving {
+        strip(&mut session.runs[i], &details);
+    }
     Ok(())
+}
+
+/// Which of `runs` keep their details in `session.json`: the latest [`RECENT_RUNS`], every
+/// running one, and the latest [`RUNS_SHOWN`] finished runs that did work.
+pub fn keeps_details(runs: &[Run]) -> Vec<bool> {
+    let n = runs.len();
+    let mut keep = vec![false; n];
+    let mut shown = 0;
+    for (i, r) in runs.iter().enumerate().rev() {
+        if i + RECENT_RUNS >= n || r.state == RunState::Running {
+            keep[i] = true;
+        }
+        if shown < RUNS_SHOWN && r.state != RunState::Running && r.result.is_none() {
+            keep[i] = true;
+            shown += 1;
+        }
+    }
+    keep
+}
+
+/// Whether a field of a run this build does not read from old runs moves out.
+fn field_moves(key: &str, value: &Value) -> bool {
+    if key == "last_message" {
+        return true;
+    }
+    if KEPT_FIELDS.contains(&key) {
+        return false;
+    }
+    match value {
+        Value::String(s) => s.len() > BIG_FIELD,
+        Value::Array(_) | Value::Object(_) => {
+            serde_json::to_string(value).is_ok_and(|s| s.len() > BIG_FIELD)
+        }
+        _ => false,
+    }
+}
+
+/// What of `run` moves to the history file, as its fields were; `None` when nothing does.
+/// A run moved before gives only what came back into it since (a merge with a branch that
+/// had not moved it).
+fn details_of(run: &Run) -> Option<Extra> {
+    let mut d = Extra::new();
+    let mut put = |key: &str, value: serde_json::Result<Value>| {
+        if let Ok(v) = value {
+            d.insert(key.into(), v);
+        }
+    };
+    if !run.commits.is_empty() {
+        put("commits", serde_json::to_value(&run.commits));
+    }
+    if !run.files_changed.is_empty() {
+        put("files_changed", serde_json::to_value(&run.files_changed));
+    }
+    if let Some(t) = &run.transcript {
+        put("transcript", serde_json::to_value(t));
+    }
+    if let Some(b) = &run.baseline {
+        put("baseline", serde_json::to_value(b));
+    }
+    for (k, v) in &run.extra {
+        if field_moves(k, v) {
+            d.insert(k.clone(), v.clone());
+        }
+    }
+    if d.is_empty() {
+        return None;
+    }
+    // The counts a run had before its first move come back with its details.
+    if !run.extra.contains_key(RUN_MOVED_KEY) {
+        for k in [TOTAL_KEY, COMMITS_KEY] {
+            if let Some(v) = run.extra.get(k) {
+                d.insert(k.into(), v.clone());
+            }
+        }
+    }
+    Some(d)
+}
+
+/// Leaves `run` the skeleton of a run whose `details` were appended to the history file.
+fn strip(run: &mut Run, details: &Extra) {
+    let total = total_of(&run.files_changed, &run.extra);
+    let commits = if run.commits.is_empty() {
+        run.extra
+            .get(COMMITS_KEY)
+            .and_then(super::exact::count)
+            .unwrap_or(0)
+    } else {
+        run.commits.len() as u64
+    };
+    run.commits.clear();
+    run.files_changed.clear();
+    run.transcript = None;
+    run.baseline = None;
+    for k in details.keys() {
+        if !MOVED_FIELDS.contains(&k.as_str()) && !KEPT_FIELDS.contains(&k.as_str()) {
+            run.extra.remove(k);
+        }
+    }
+    run.extra.insert(TOTAL_KEY.into(), total.into());
+    run.extra.insert(COMMITS_KEY.into(), commits.into());
+    run.extra.insert(RUN_MOVED_KEY.into(), true.into());
+}
+
+/// One run's line in the history file.
+#[derive(Serialize, Deserialize)]
+struct RunLine {
+    run: Uuid,
+    /// The fields that moved, as they were in the run.
+    details: Extra,
+}
+
+/// How every line `serde_json` writes for a [`RunLine`] begins.
+const RUN_LINE_START: &str = "{\"run\":\"";
+
+/// The run record a line holds, if it is one: the whole line, else (a torn append fused with
+/// the line after it) the last run record in it.
+fn parse_run_line(line: &str) -> Option<RunLine> {
+    if line.starts_with(RUN_LINE_START)
+        && let Ok(l) = serde_json::from_str::<RunLine>(line)
+    {
+        return Some(l);
+    }
+    let start = line.rfind(RUN_LINE_START)?;
+    (start > 0)
+        .then(|| serde_json::from_str::<RunLine>(&line[start..]).ok())
+        .flatten()
+}
+
+/// The id a run line names (or, fused, the last run record in it names), without parsing it.
+fn run_line_id(line: &str) -> Option<Uuid> {
+    let start = if line.starts_with(RUN_LINE_START) {
+        0
+    } else {
+        line.rfind(RUN_LINE_START)?
+    };
+    let at = start + RUN_LINE_START.len();
+    line.get(at..at + 36)
+        .and_then(|id| Uuid::parse_str(id).ok())
+}
+
+/// `skeleton` with `details` put back: the counts and the marker it got when it moved go, and
+/// each moved field takes its value from the details unless the skeleton holds one of its own
+/// (a merge with a branch that had not moved it).
+fn restore(skeleton: &Run, details: &Extra) -> Option<Run> {
+    let mut v = serde_json::to_value(skeleton).ok()?;
+    let o = v.as_object_mut()?;
+    for k in [RUN_MOVED_KEY, TOTAL_KEY, COMMITS_KEY, DAMAGED_KEY] {
+        o.remove(k);
+    }
+    for (k, val) in details {
+        let own = match o.get(k) {
+            None | Some(Value::Null) => false,
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(_) => true,
+        };
+        if !own {
+            o.insert(k.clone(), val.clone());
+        }
+    }
+    let mut run: Run = serde_json::from_value(v).ok()?;
+    super::codec::portable_run(&mut run);
+    Some(run)
+}
+
+/// Puts back the details of every run of `runs` whose details are in the history file, in
+/// one pass over it. A run whose line cannot be read (torn, edited) keeps its skeleton and
+/// gets [`DAMAGED_KEY`]; one whose lines were pruned (or whose history file is gone) keeps
+/// its skeleton as it is.
+pub fn fill_runs(project: &Project, runs: &mut [Run]) {
+    let wanted: HashSet<Uuid> = runs
+        .iter()
+        .filter(|r| r.extra.get(RUN_MOVED_KEY) == Some(&true.into()))
+        .map(|r| r.id)
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let Some(text) = read(project) else {
+        return;
+    };
+    let mut found: HashMap<Uuid, Extra> = HashMap::new();
+    let mut damaged: HashSet<Uuid> = HashSet::new();
+    // One run (`runs N`): only the lines that name it, found by their start, not line by line.
+    let lines: Vec<&str> = match wanted.iter().next() {
+        Some(id) if wanted.len() == 1 => {
+            let needle = format!("{RUN_LINE_START}{id}\"");
+            text.match_indices(&needle)
+                .map(|(at, _)| {
+                    let rest = &text[at..];
+                    rest.find('\n').map_or(rest, |end| &rest[..end])
+                })
+                .collect()
+        }
+        _ => text.lines().collect(),
+    };
+    for line in lines {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let Some(id) = run_line_id(line).filter(|id| wanted.contains(id)) else {
+            continue;
+        };
+        match parse_run_line(line) {
+            Some(l) if l.run == id => {
+                let d = found.entry(id).or_default();
+                for (k, v) in l.details {
+                    d.insert(k, v);
+                }
+            }
+            _ => {
+                damaged.insert(id);
+            }
+        }
+    }
+    for run in runs.iter_mut() {
+        let torn = damaged.contains(&run.id);
+        if let Some(d) = found.get(&run.id)
+            && let Some(full) = restore(run, d)
+        {
+            *run = full;
+            if torn {
+                // Another of its lines was whole: what it held is back, this one's is not.
+                run.extra.insert(DAMAGED_KEY.into(), true.into());
+            }
+        } else if torn || found.contains_key(&run.id) {
+            run.extra.insert(DAMAGED_KEY.into(), true.into());
+        }
+    }
 }
 
 fn read(project: &Project) -> Option<String> {
     let bytes = fsutil::read_limited(&path(project), crate::limits::SESSION.bytes).ok()??;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    Some(
+        String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
 }
 
 /// The record a line holds. A line that is not one whole record is a torn append (a writer
@@ -162,17 +454,56 @@ pub fn moved_of(project: &Project, id: &Uuid) -> Moved {
     }
 }
 
-/// Keeps only the lines of checkpoints in `keep`; returns `(lines dropped, bytes before)`.
+/// What [`retain`] did (or, with `dry_run`, would do) to the history file.
+#[derive(Debug, Default, PartialEq)]
+pub struct Retained {
+    /// Lines dropped: of checkpoints not kept, of runs no longer in the session, and lines
+    /// that cannot be read.
+    pub dropped: usize,
+    /// Run lines rewritten smaller by `prune_run`.
+    pub shrunk: usize,
+    /// The file's size before, in bytes.
+    pub bytes: usize,
+}
+
+/// Keeps the lines of checkpoints in `keep` and of runs in `runs` (a run's id, and whether it
+/// is old enough that `prune_run` shrinks its details: it returns whether it changed them).
 /// With `dry_run`, only counts.
 ///
 /// Errors: the history file cannot be rewritten.
-pub fn retain(project: &Project, keep: &HashSet<Uuid>, dry_run: bool) -> Result<(usize, usize)> {
+pub fn retain(
+    project: &Project,
+    keep: &HashSet<Uuid>,
+    runs: &HashMap<Uuid, bool>,
+    prune_run: &dyn Fn(&mut Extra) -> bool,
+    dry_run: bool,
+) -> Result<Retained> {
     let Some(text) = read(project) else {
-        return Ok((0, 0));
+        return Ok(Retained::default());
     };
     let mut kept = String::new();
-    let mut dropped = 0;
+    let mut r = Retained {
+        bytes: text.len(),
+        ..Retained::default()
+    };
     for line in text.lines() {
+        if run_line_id(line).is_some() {
+            match parse_run_line(line) {
+                Some(mut l) if runs.contains_key(&l.run) => {
+                    if runs[&l.run] && prune_run(&mut l.details) {
+                        r.shrunk += 1;
+                    }
+                    // Written anew: a fused line keeps only its whole record.
+                    let json = serde_json::to_string(&l).map_err(|e| {
+                        Error::io(path(project), std::io::Error::other(e.to_string()))
+                    })?;
+                    kept.push_str(&json);
+                    kept.push('\n');
+                }
+                _ => r.dropped += 1,
+            }
+            continue;
+        }
         match parse_line(line) {
             Some(l) if keep.contains(&l.checkpoint) => {
                 // A fused line keeps only its whole record.
@@ -182,15 +513,99 @@ pub fn retain(project: &Project, keep: &HashSet<Uuid>, dry_run: bool) -> Result<
                 kept.push_str(whole.map_or(line, |at| &line[at..]));
                 kept.push('\n');
             }
-            _ => dropped += 1,
+            _ => r.dropped += 1,
         }
     }
-    if dropped > 0 && !dry_run {
+    if (r.dropped > 0 || r.shrunk > 0) && !dry_run {
         let file = path(project);
         let guard = WriteGuard::new(&project.root).map_err(|e| Error::io(&project.root, e))?;
         guard
             .write(&file, kept.as_bytes(), Named::ByUs, Links::Replace)
             .map_err(|e| Error::write(&file, e))?;
     }
-    Ok((dropped, text.len()))
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RunResult;
+
+    fn run(i: usize) -> Run {
+        serde_json::from_value(serde_json::json!({
+            "id": format!("00000000-0000-4000-8000-{i:012}"),
+            "agent": "codex", "argv": ["codex"], "cwd": "/w", "state": "finished",
+            "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:01:00Z",
+            "duration_ms": 60000, "exit_code": 0,
+            "commits": [{"id": "abc", "summary": "work"}],
+            "files_changed": [{"path": "a.txt", "status": "modified", "fingerprint": "x"}],
+            "agent_session_id": "s",
+            "transcript": {"prompts": ["do it"], "last_answer": "done"},
+            "last_message": "done",
+            "small_unknown": 1,
+            "big_unknown": "y".repeat(BIG_FIELD + 1),
+            "recorded_by": "codex hooks"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_latest_runs_running_ones_and_the_blocks_runs_keep_their_details() {
+        let mut runs: Vec<Run> = (0..30).map(run).collect();
+        runs[2].state = RunState::Running;
+        // The latest 12 did no work: the block lists the 5 before them.
+        for r in &mut runs[18..] {
+            r.result = Some(RunResult::FailedStart);
+        }
+        let keep = keeps_details(&runs);
+        let kept: Vec<usize> = (0..30).filter(|&i| keep[i]).collect();
+        assert_eq!(
+            kept,
+            vec![
+                2, 13, 14, 15, 16, 17, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29
+            ]
+        );
+    }
+
+    #[test]
+    fn a_skeleton_with_its_details_is_the_run_it_was() {
+        let mut r = run(1);
+        r.extra.insert(TOTAL_KEY.into(), 7.into());
+        let before = serde_json::to_value(&r).unwrap();
+        let details = details_of(&r).unwrap();
+        assert!(details.contains_key("big_unknown") && details.contains_key("last_message"));
+        assert!(!details.contains_key("small_unknown") && !details.contains_key("recorded_by"));
+        strip(&mut r, &details);
+        assert!(r.transcript.is_none() && r.commits.is_empty() && r.files_changed.is_empty());
+        assert_eq!(r.extra[TOTAL_KEY], 7);
+        assert_eq!(r.extra[COMMITS_KEY], 1);
+        assert_eq!(r.extra["recorded_by"], "codex hooks");
+        assert!(!r.extra.contains_key("big_unknown"));
+        // A skeleton has nothing more to move.
+        assert!(details_of(&r).is_none());
+        let back = restore(&r, &details).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), before);
+        // Without a count of its own before, none after.
+        let mut plain = run(2);
+        let before = serde_json::to_value(&plain).unwrap();
+        let details = details_of(&plain).unwrap();
+        strip(&mut plain, &details);
+        let back = restore(&plain, &details).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), before);
+    }
+
+    #[test]
+    fn run_lines_are_found_whole_and_in_a_fused_line() {
+        let line = serde_json::to_string(&RunLine {
+            run: run(3).id,
+            details: details_of(&run(3)).unwrap(),
+        })
+        .unwrap();
+        assert!(line.starts_with(RUN_LINE_START));
+        assert_eq!(run_line_id(&line), Some(run(3).id));
+        assert!(parse_run_line(&line).is_some());
+        let torn = format!("{}{line}", &line[..line.len() / 2]);
+        assert_eq!(parse_run_line(&torn).unwrap().run, run(3).id);
+        assert!(parse_run_line(&line[..line.len() / 2]).is_none());
+    }
 }

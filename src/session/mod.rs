@@ -16,7 +16,11 @@
 //!    themselves (ids, times, messages, git) stay, so the original still lists and numbers them
 //!    all (it never shows a snapshot or an old file list). What is left grows by about 700
 //!    bytes per checkpoint. The log is append-only JSON lines, which git's built-in `union`
-//!    merge joins. `prune` shrinks both.
+//!    merge joins. `prune` shrinks both. Old runs get the same: all but the latest 10 (and the
+//!    latest 5 that the context block lists, and running ones) keep a skeleton of 1 to
+//!    1.5 KB in `session.json` (every run stays, in its place) and move their commits, file
+//!    lists, transcripts and other large fields to one line each in the same file; `runs N`
+//!    and `runs --json` read them back.
 //! 3. **A summary for readers** ([`summary`]): every save also writes a small summary (the
 //!    session with only its latest checkpoint and its live runs, plus counts) outside the work
 //!    tree, keyed by the session file's path and stamped with its `stat` identity. The prompt,

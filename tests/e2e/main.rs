@@ -33,6 +33,7 @@ mod ptyfast;
 mod ptyfloor;
 mod resume;
 mod run;
+mod runs_history;
 mod safety_fs;
 mod safety_limits;
 mod safety_text;

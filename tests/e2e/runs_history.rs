@@ -1,0 +1,320 @@
+//! Finished runs out of the hot file: the details of old runs move to
+//! `.pas-agent/history.jsonl`, `runs N` and `runs --json` read them back, merges, `prune` and
+//! damaged lines (docs/teams.md, "Old runs").
+
+use serde_json::{Value, json};
+
+use crate::common::{Sandbox, stdout};
+
+/// A session of `n` runs as a version before this one wrote it (every run whole in
+/// `session.json`): two real runs (one edits and commits), then the first one given an agent's
+/// words and a hook's last message and cloned with fresh ids and later times. Returns the
+/// sandbox; nothing has changed the session since it was written.
+fn old_format_session(n: usize) -> Sandbox {
+    let sb = Sandbox::with_session();
+    sb.ok(&[
+        "run",
+        "--no-pty",
+        "--",
+        "sh",
+        "-c",
+        "echo a > a.txt && echo b > b.txt && git add -A && git commit -qm 'agent work'",
+    ]);
+    sb.ok(&["run", "--no-pty", "--", "sh", "-c", "echo c > c.txt"]);
+    let mut s = sb.session();
+    let mut run = s["runs"][0].clone();
+    assert_eq!(run["commits"].as_array().unwrap().len(), 1, "{run:#}");
+    assert!(!run["files_changed"].as_array().unwrap().is_empty());
+    run["agent_session_id"] = "sess-0".into();
+    run["transcript"] = json!({
+        "source": "/home/u/.claude/projects/x/s.jsonl",
+        "prompts": ["Add the a and b files", "and commit them"],
+        "last_answer": "Added a.txt and b.txt and committed them.",
+        "model": "claude-sonnet-4-5",
+        "tokens": {"input": 1200, "output": 300},
+        "edits": ["a.txt", "b.txt"],
+        "commands": [{"command": "git add -A && git commit -m 'agent work'", "exit_code": 0}]
+    });
+    run["last_message"] = "Added a.txt and b.txt.".into();
+    run["a_newer_writers_field"] = json!({"note": "x".repeat(300)});
+    let last = s["runs"][1].clone();
+    let runs = s["runs"].as_array_mut().unwrap();
+    runs.clear();
+    for i in 0..n - 1 {
+        let mut r = run.clone();
+        r["id"] = format!("00000000-0000-4000-8000-{i:012}").into();
+        r["agent_session_id"] = format!("sess-{i}").into();
+        r["started_at"] = format!("2026-01-01T00:{:02}:{:02}Z", i / 60, i % 60).into();
+        r["ended_at"] = format!("2026-01-01T01:{:02}:{:02}Z", i / 60, i % 60).into();
+        runs.push(r);
+    }
+    runs.push(last);
+    sb.write(
+        ".pas-agent/session.json",
+        serde_json::to_string_pretty(&s).unwrap() + "\n",
+    );
+    sb
+}
+
+fn json_of(sb: &Sandbox, args: &[&str]) -> Value {
+    serde_json::from_str(&sb.ok(args)).unwrap()
+}
+
+fn size(sb: &Sandbox, rel: &str) -> u64 {
+    std::fs::metadata(sb.path(rel)).map_or(0, |m| m.len())
+}
+
+fn run_lines(sb: &Sandbox) -> Vec<String> {
+    sb.read(".pas-agent/history.jsonl")
+        .lines()
+        .filter(|l| l.starts_with("{\"run\":"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn old_runs_keep_a_skeleton_and_runs_n_gives_them_back_whole() {
+    let sb = old_format_session(30);
+    // What every reader gave before anything moved.
+    let one = json_of(&sb, &["runs", "1", "--json"]);
+    let all = json_of(&sb, &["runs", "--json"]);
+    let one_text = sb.ok(&["runs", "1"]);
+    let table = sb.ok(&["runs"]);
+    let before = size(&sb, ".pas-agent/session.json");
+    assert!(!sb.path(".pas-agent/history.jsonl").exists());
+
+    // The first change shrinks a session written before this version.
+    sb.ok(&["update", "--discovery", "x"]);
+    let after = size(&sb, ".pas-agent/session.json");
+    assert!(after * 4 < before * 3, "{after} vs {before}");
+    let s = sb.session();
+    let runs = s["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 30, "every run keeps its place");
+    // The oldest 20 keep a skeleton; the latest 10 keep everything.
+    let old = &runs[0];
+    let skeleton = serde_json::to_string_pretty(old).unwrap().len();
+    assert!(skeleton < 1500, "{skeleton} bytes: {old:#}");
+    assert_eq!(old["details_in_history"], true, "{old:#}");
+    assert_eq!(old["commits"], json!([]));
+    assert_eq!(old["files_changed"], json!([]));
+    assert_eq!(old["commits_total"], 1);
+    assert_eq!(
+        old["files_changed_total"].as_u64().unwrap(),
+        one["run"]["files_changed"].as_array().unwrap().len() as u64
+    );
+    for gone in ["transcript", "last_message", "a_newer_writers_field"] {
+        assert!(old.get(gone).is_none(), "{gone}: {old:#}");
+    }
+    for kept in [
+        "id",
+        "agent",
+        "argv",
+        "cwd",
+        "state",
+        "started_at",
+        "ended_at",
+        "duration_ms",
+        "exit_code",
+        "head_before",
+        "head_after",
+        "agent_session_id",
+        "checkpoint_before",
+        "checkpoint_after",
+        "launcher_pid",
+    ] {
+        assert_eq!(old[kept], one["run"][kept], "{kept}");
+    }
+    assert_eq!(runs[19]["details_in_history"], true);
+    assert!(runs[20].get("details_in_history").is_none());
+    assert!(runs[20]["transcript"].is_object());
+    assert_eq!(run_lines(&sb).len(), 20);
+
+    // Read back whole: the same records, the same text, the same table.
+    assert_eq!(json_of(&sb, &["runs", "1", "--json"]), one);
+    assert_eq!(json_of(&sb, &["runs", "--json"]), all);
+    assert_eq!(sb.ok(&["runs", "1"]), one_text);
+    assert_eq!(sb.ok(&["runs"]), table);
+
+    // Nothing moves twice; a later change adds no line.
+    sb.ok(&["update", "--discovery", "y"]);
+    assert_eq!(run_lines(&sb).len(), 20);
+    // The session still loads for every reader.
+    for args in [
+        &["status"][..],
+        &["export", "--to", "codex"],
+        &["list"],
+        &["prompt"],
+    ] {
+        sb.ok(args);
+    }
+}
+
+#[test]
+fn a_damaged_history_line_is_said_not_a_crash() {
+    let sb = old_format_session(14);
+    sb.ok(&["update", "--discovery", "x"]);
+    let history = sb.read(".pas-agent/history.jsonl");
+    let first = history.lines().next().unwrap().to_string();
+    assert!(first.starts_with("{\"run\":\"00000000-0000-4000-8000-000000000000\""));
+    // A hand edit cut the first run's line short.
+    sb.write(
+        ".pas-agent/history.jsonl",
+        history.replacen(&first, &first[..first.len() / 2], 1),
+    );
+    let v = json_of(&sb, &["runs", "1", "--json"]);
+    assert_eq!(v["run"]["history_line_damaged"], true, "{v:#}");
+    assert_eq!(v["run"]["details_in_history"], true);
+    let text = sb.ok(&["runs", "1"]);
+    assert!(text.contains("history.jsonl is damaged"), "{text}");
+    assert!(text.contains("1 commit (not listed)"), "{text}");
+    // The other moved runs read back whole.
+    let two = json_of(&sb, &["runs", "2", "--json"]);
+    assert!(two["run"]["transcript"].is_object(), "{two:#}");
+    assert!(two["run"].get("history_line_damaged").is_none());
+    let all = json_of(&sb, &["runs", "--json"]);
+    assert_eq!(all["runs"][0]["history_line_damaged"], true);
+    assert!(all["runs"][1]["transcript"].is_object());
+}
+
+#[test]
+fn prune_shrinks_old_runs_lines_and_drops_those_of_runs_not_in_the_session() {
+    let sb = old_format_session(14);
+    // The same prune on the same runs, whole in session.json (`--keep 2` moves nothing out
+    // before it prunes): what `runs 1 --json` gives must match.
+    let twin = old_format_session(14);
+    sb.ok(&["update", "--discovery", "x"]);
+    assert_eq!(run_lines(&sb).len(), 4);
+    // A line of a run no session has (a branch's, since dropped).
+    let mut history = sb.read(".pas-agent/history.jsonl");
+    history.push_str(
+        "{\"run\":\"00000000-0000-4000-8000-999999999999\",\"details\":{\"commits\":[]}}\n",
+    );
+    sb.write(".pas-agent/history.jsonl", history);
+    let dry = sb.ok(&["prune", "--keep", "2", "--dry-run"]);
+    assert!(dry.contains("Would drop 1 older lines"), "{dry}");
+    assert!(
+        dry.contains("4 older runs in .pas-agent/history.jsonl"),
+        "{dry}"
+    );
+    let out = sb.ok(&["prune", "--keep", "2"]);
+    assert!(
+        out.contains("4 older runs in .pas-agent/history.jsonl"),
+        "{out}"
+    );
+    assert_eq!(run_lines(&sb).len(), 4);
+    assert!(!sb.read(".pas-agent/history.jsonl").contains("999999999999"));
+    twin.ok(&["prune", "--keep", "2"]);
+    let pruned = json_of(&sb, &["runs", "1", "--json"]);
+    assert_eq!(pruned["run"]["files_changed"], json!([]));
+    assert_eq!(pruned["run"]["transcript"]["pruned"], true, "{pruned:#}");
+    // The twin's run has other ids, times and paths: its details must be the same.
+    let twin = json_of(&twin, &["runs", "1", "--json"]);
+    for key in [
+        "files_changed",
+        "files_changed_total",
+        "transcript",
+        "last_message",
+        "a_newer_writers_field",
+        "commits_total",
+        "details_in_history",
+    ] {
+        assert_eq!(pruned["run"].get(key), twin["run"].get(key), "{key}");
+    }
+    assert_eq!(pruned["run"]["commits"].as_array().unwrap().len(), 1);
+    let text = sb.ok(&["runs", "1"]);
+    assert!(
+        text.contains("file changed") || text.contains("files changed"),
+        "{text}"
+    );
+}
+
+/// A repository whose committed session holds 12 whole runs (as a version before this one
+/// wrote it), on `main`, with a branch `feat` at the same commit.
+fn shared_old_session() -> Sandbox {
+    let sb = old_format_session(12);
+    sb.git(&["add", "-A"]);
+    sb.git(&["commit", "-q", "-m", "session"]);
+    sb.git(&["branch", "feat"]);
+    sb
+}
+
+/// Changes run 1 by hand, as a version that does not move runs would: a field of its skeleton
+/// and one of its details.
+fn hand_edit_first_run(sb: &Sandbox) {
+    let mut s = sb.session();
+    s["runs"][0]["agent_session_id"] = "learned-later".into();
+    s["task"]["next_action"] = "hand step".into();
+    s["updated_at"] = "2099-01-01T00:00:00Z".into();
+    sb.write(
+        ".pas-agent/session.json",
+        serde_json::to_string_pretty(&s).unwrap() + "\n",
+    );
+}
+
+#[test]
+fn a_merge_of_a_side_that_moved_runs_with_one_that_did_not_keeps_both() {
+    // Into the side that did not move them, and into the side that did.
+    for merging in ["main", "feat"] {
+        let moving = "feat";
+        let sb = shared_old_session();
+        let whole = json_of(&sb, &["runs", "1", "--json"]);
+        // One side changes the session with this version: runs 1 and 2 move out.
+        sb.git(&["checkout", "-q", moving]);
+        sb.ok(&["update", "--discovery", "moved"]);
+        assert_eq!(sb.session()["runs"][0]["details_in_history"], true);
+        sb.git(&["add", "-A"]);
+        sb.git(&["commit", "-q", "-m", "moved"]);
+        // The other side keeps them whole and changes run 1 by hand.
+        sb.git(&["checkout", "-q", "main"]);
+        hand_edit_first_run(&sb);
+        sb.git(&["commit", "-q", "-am", "hand"]);
+        // Merge into `merging`.
+        sb.git(&["checkout", "-q", merging]);
+        let from = if merging == "main" { "feat" } else { "main" };
+        let out = sb
+            .git_cmd()
+            .args(["merge", "-q", from, "-m", "merge"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{moving}: {}", stdout(&out));
+        let s = sb.session();
+        let runs = s["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 12);
+        assert_eq!(
+            runs[0]["details_in_history"], true,
+            "{moving}: {:#}",
+            runs[0]
+        );
+        assert!(runs[0].get("transcript").is_none(), "{moving}");
+        assert_eq!(runs[0]["agent_session_id"], "learned-later");
+        assert_eq!(s["task"]["next_action"], "hand step");
+        let mut want = whole.clone();
+        want["run"]["agent_session_id"] = "learned-later".into();
+        assert_eq!(json_of(&sb, &["runs", "1", "--json"]), want, "{moving}");
+        assert_eq!(sb.git(&["status", "--porcelain", "--", ".pas-agent"]), "");
+    }
+}
+
+#[test]
+fn both_sides_moving_the_same_runs_merge_to_one_skeleton_and_readable_lines() {
+    let sb = shared_old_session();
+    let whole = json_of(&sb, &["runs", "1", "--json"]);
+    sb.git(&["checkout", "-q", "feat"]);
+    sb.ok(&["update", "--discovery", "on feat"]);
+    sb.git(&["add", "-A"]);
+    sb.git(&["commit", "-q", "-m", "feat"]);
+    sb.git(&["checkout", "-q", "main"]);
+    sb.ok(&["update", "--discovery", "on main"]);
+    sb.git(&["add", "-A"]);
+    sb.git(&["commit", "-q", "-m", "main"]);
+    let out = sb
+        .git_cmd()
+        .args(["merge", "-q", "feat", "-m", "merge"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stdout(&out));
+    let history = sb.read(".pas-agent/history.jsonl");
+    assert!(!history.contains("<<<<<<<"), "{history}");
+    assert_eq!(sb.session()["runs"][0]["details_in_history"], true);
+    assert_eq!(json_of(&sb, &["runs", "1", "--json"]), whole);
+}
