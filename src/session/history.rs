@@ -294,16 +294,13 @@ fn parse_run_line(line: &str) -> Option<RunLine> {
         .flatten()
 }
 
-/// The id a run line names (or, fused, the last run record in it names), without parsing it.
-fn run_line_id(line: &str) -> Option<Uuid> {
-    let start = if line.starts_with(RUN_LINE_START) {
-        0
-    } else {
-        line.rfind(RUN_LINE_START)?
-    };
-    let at = start + RUN_LINE_START.len();
-    line.get(at..at + 36)
-        .and_then(|id| Uuid::parse_str(id).ok())
+/// The ids of every run record a line begins, whole or torn (a fused line names two or more).
+fn run_line_ids(line: &str) -> impl Iterator<Item = Uuid> + '_ {
+    line.match_indices(RUN_LINE_START).filter_map(|(start, _)| {
+        let at = start + RUN_LINE_START.len();
+        line.get(at..at + 36)
+            .and_then(|id| Uuid::parse_str(id).ok())
+    })
 }
 
 /// `skeleton` with `details` put back: the counts and the marker it got when it moved go, and
@@ -331,8 +328,8 @@ fn restore(skeleton: &Run, details: &Extra) -> Option<Run> {
 }
 
 /// Puts back the details of every run of `runs` whose details are in the history file, in
-/// one pass over it. A run whose line cannot be read (torn, edited) keeps its skeleton and
-/// gets [`DAMAGED_KEY`]; one whose lines were pruned (or whose history file is gone) keeps
+/// one pass over it. A run none of whose lines can be read whole (torn, edited) keeps its
+/// skeleton and gets [`DAMAGED_KEY`]; one whose lines were pruned (or whose history file is gone) keeps
 /// its skeleton as it is.
 pub fn fill_runs(project: &Project, runs: &mut [Run]) {
     let wanted: HashSet<Uuid> = runs
@@ -346,8 +343,6 @@ pub fn fill_runs(project: &Project, runs: &mut [Run]) {
     let Some(text) = read(project) else {
         return;
     };
-    let mut found: HashMap<Uuid, Extra> = HashMap::new();
-    let mut damaged: HashSet<Uuid> = HashSet::new();
     // One run (`runs N`): only the lines that name it, found by their start, not line by line.
     let lines: Vec<&str> = match wanted.iter().next() {
         Some(id) if wanted.len() == 1 => {
@@ -361,34 +356,42 @@ pub fn fill_runs(project: &Project, runs: &mut [Run]) {
         }
         _ => text.lines().collect(),
     };
+    put_back(runs, lines.into_iter(), &wanted);
+}
+
+/// Puts back, from the history file's `lines`, the details of the runs of `runs` whose ids are
+/// in `wanted` ([`fill_runs`]).
+fn put_back<'a>(runs: &mut [Run], lines: impl Iterator<Item = &'a str>, wanted: &HashSet<Uuid>) {
+    let mut found: HashMap<Uuid, Extra> = HashMap::new();
+    // Ids a line names but does not hold whole: damaged, unless a whole record of theirs is
+    // found on another line.
+    let mut torn: HashSet<Uuid> = HashSet::new();
     for line in lines {
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let Some(id) = run_line_id(line).filter(|id| wanted.contains(id)) else {
-            continue;
-        };
-        match parse_run_line(line) {
-            Some(l) if l.run == id => {
-                let d = found.entry(id).or_default();
-                for (k, v) in l.details {
-                    d.insert(k, v);
-                }
+        // The record is the one the line holds (a fused line's last whole one), whatever id
+        // the line starts with.
+        let whole = parse_run_line(line);
+        for id in run_line_ids(line) {
+            if wanted.contains(&id) && whole.as_ref().is_none_or(|l| l.run != id) {
+                torn.insert(id);
             }
-            _ => {
-                damaged.insert(id);
+        }
+        if let Some(l) = whole.filter(|l| wanted.contains(&l.run)) {
+            let d = found.entry(l.run).or_default();
+            for (k, v) in l.details {
+                d.insert(k, v);
             }
         }
     }
     for run in runs.iter_mut() {
-        let torn = damaged.contains(&run.id);
-        if let Some(d) = found.get(&run.id)
-            && let Some(full) = restore(run, d)
-        {
-            *run = full;
-            if torn {
-                // Another of its lines was whole: what it held is back, this one's is not.
-                run.extra.insert(DAMAGED_KEY.into(), true.into());
+        if let Some(d) = found.get(&run.id) {
+            match restore(run, d) {
+                Some(full) => *run = full,
+                None => {
+                    run.extra.insert(DAMAGED_KEY.into(), true.into());
+                }
             }
-        } else if torn || found.contains_key(&run.id) {
+        } else if torn.contains(&run.id) {
             run.extra.insert(DAMAGED_KEY.into(), true.into());
         }
     }
@@ -487,7 +490,7 @@ pub fn retain(
         ..Retained::default()
     };
     for line in text.lines() {
-        if run_line_id(line).is_some() {
+        if line.contains(RUN_LINE_START) {
             match parse_run_line(line) {
                 Some(mut l) if runs.contains_key(&l.run) => {
                     if runs[&l.run] && prune_run(&mut l.details) {
@@ -602,10 +605,51 @@ mod tests {
         })
         .unwrap();
         assert!(line.starts_with(RUN_LINE_START));
-        assert_eq!(run_line_id(&line), Some(run(3).id));
+        assert_eq!(run_line_ids(&line).collect::<Vec<_>>(), vec![run(3).id]);
         assert!(parse_run_line(&line).is_some());
         let torn = format!("{}{line}", &line[..line.len() / 2]);
         assert_eq!(parse_run_line(&torn).unwrap().run, run(3).id);
         assert!(parse_run_line(&line[..line.len() / 2]).is_none());
+    }
+
+    /// A moved run's skeleton and its line in the history file.
+    fn moved(i: usize) -> (Run, String) {
+        let mut r = run(i);
+        let details = details_of(&r).unwrap();
+        let line = serde_json::to_string(&RunLine {
+            run: r.id,
+            details: details.clone(),
+        })
+        .unwrap();
+        strip(&mut r, &details);
+        (r, line)
+    }
+
+    #[test]
+    fn a_torn_line_fused_with_another_runs_line_gives_that_run_back_whole() {
+        let (a, line_a) = moved(1);
+        let (b, line_b) = moved(2);
+        let wanted: HashSet<Uuid> = [a.id, b.id].into();
+        // A writer died mid-append of A's line; the next append is B's, on the same line.
+        let fused = format!("{}{line_b}", &line_a[..line_a.len() / 2]);
+        let mut runs = [a.clone(), b.clone()];
+        put_back(&mut runs, [fused.as_str()].into_iter(), &wanted);
+        assert_eq!(runs[1].transcript, run(2).transcript, "B is back whole");
+        assert!(!runs[1].extra.contains_key(DAMAGED_KEY));
+        assert!(!runs[1].extra.contains_key(RUN_MOVED_KEY));
+        // A's only line is the torn one.
+        assert_eq!(runs[0].extra.get(DAMAGED_KEY), Some(&true.into()));
+        assert!(runs[0].transcript.is_none());
+        // With A's whole line elsewhere (written again after the tear), nothing is damaged.
+        let mut runs = [a, b];
+        put_back(
+            &mut runs,
+            [fused.as_str(), line_a.as_str()].into_iter(),
+            &wanted,
+        );
+        for (r, i) in runs.iter().zip([1, 2]) {
+            assert_eq!(r.transcript, run(i).transcript);
+            assert!(!r.extra.contains_key(DAMAGED_KEY), "{i}");
+        }
     }
 }
