@@ -484,26 +484,44 @@ pub fn retain(
     let Some(text) = read(project) else {
         return Ok(Retained::default());
     };
+    let (kept, r) = retain_lines(&text, keep, runs, prune_run)
+        .map_err(|e| Error::io(path(project), std::io::Error::other(e.to_string())))?;
+    if (r.dropped > 0 || r.shrunk > 0) && !dry_run {
+        let file = path(project);
+        let guard = WriteGuard::new(&project.root).map_err(|e| Error::io(&project.root, e))?;
+        guard
+            .write(&file, kept.as_bytes(), Named::ByUs, Links::Replace)
+            .map_err(|e| Error::write(&file, e))?;
+    }
+    Ok(r)
+}
+
+/// [`retain`] of the history file's `text`: what stays, and the counts.
+fn retain_lines(
+    text: &str,
+    keep: &HashSet<Uuid>,
+    runs: &HashMap<Uuid, bool>,
+    prune_run: &dyn Fn(&mut Extra) -> bool,
+) -> serde_json::Result<(String, Retained)> {
     let mut kept = String::new();
     let mut r = Retained {
         bytes: text.len(),
         ..Retained::default()
     };
     for line in text.lines() {
-        if line.contains(RUN_LINE_START) {
-            match parse_run_line(line) {
-                Some(mut l) if runs.contains_key(&l.run) => {
-                    if runs[&l.run] && prune_run(&mut l.details) {
-                        r.shrunk += 1;
-                    }
-                    // Written anew: a fused line keeps only its whole record.
-                    let json = serde_json::to_string(&l).map_err(|e| {
-                        Error::io(path(project), std::io::Error::other(e.to_string()))
-                    })?;
-                    kept.push_str(&json);
-                    kept.push('\n');
+        // A run's record, else (a torn run line fused with a checkpoint's) a checkpoint's.
+        if line.contains(RUN_LINE_START)
+            && let Some(mut l) = parse_run_line(line)
+        {
+            if runs.contains_key(&l.run) {
+                if runs[&l.run] && prune_run(&mut l.details) {
+                    r.shrunk += 1;
                 }
-                _ => r.dropped += 1,
+                // Written anew: a fused line keeps only its whole record.
+                kept.push_str(&serde_json::to_string(&l)?);
+                kept.push('\n');
+            } else {
+                r.dropped += 1;
             }
             continue;
         }
@@ -519,14 +537,7 @@ pub fn retain(
             _ => r.dropped += 1,
         }
     }
-    if (r.dropped > 0 || r.shrunk > 0) && !dry_run {
-        let file = path(project);
-        let guard = WriteGuard::new(&project.root).map_err(|e| Error::io(&project.root, e))?;
-        guard
-            .write(&file, kept.as_bytes(), Named::ByUs, Links::Replace)
-            .map_err(|e| Error::write(&file, e))?;
-    }
-    Ok(r)
+    Ok((kept, r))
 }
 
 #[cfg(test)]
@@ -651,5 +662,22 @@ mod tests {
             assert_eq!(r.transcript, run(i).transcript);
             assert!(!r.extra.contains_key(DAMAGED_KEY), "{i}");
         }
+    }
+
+    #[test]
+    fn prune_keeps_a_checkpoints_line_fused_after_a_torn_run_line() {
+        let (a, line_a) = moved(1);
+        let cp = Uuid::from_u128(7);
+        let cp_line = serde_json::to_string(&Line {
+            checkpoint: cp,
+            files_changed: vec![],
+            task_snapshot: None,
+        })
+        .unwrap();
+        let text = format!("{}{cp_line}\n{line_a}\n", &line_a[..line_a.len() / 2]);
+        let runs: HashMap<Uuid, bool> = [(a.id, false)].into();
+        let (kept, r) = retain_lines(&text, &[cp].into(), &runs, &|_| false).unwrap();
+        assert_eq!(kept, format!("{cp_line}\n{line_a}\n"));
+        assert_eq!(r.dropped, 0);
     }
 }
