@@ -207,6 +207,11 @@ pub fn run(args: PruneArgs) -> Result<i32> {
             Ok((dropped, prune_history(&project, s, args.keep, false)?))
         })?
     };
+    if let Some(why) = &history.unreadable {
+        crate::term::warn(&format!(
+            "cannot read .pas-agent/history.jsonl ({why}): its lines are left as they are"
+        ));
+    }
     let mut out = String::new();
     if history.dropped > 0 {
         let _ = writeln!(

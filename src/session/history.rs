@@ -331,17 +331,22 @@ fn restore(skeleton: &Run, details: &Extra) -> Option<Run> {
 /// one pass over it. A run none of whose lines can be read whole (torn, edited) keeps its
 /// skeleton and gets [`DAMAGED_KEY`]; one whose lines were pruned (or whose history file is gone) keeps
 /// its skeleton as it is.
-pub fn fill_runs(project: &Project, runs: &mut [Run]) {
+///
+/// Returns why the history file cannot be read when a run's details are there and it cannot
+/// (the runs keep their skeletons then), for a warning.
+pub fn fill_runs(project: &Project, runs: &mut [Run]) -> Option<String> {
     let wanted: HashSet<Uuid> = runs
         .iter()
         .filter(|r| r.extra.get(RUN_MOVED_KEY) == Some(&true.into()))
         .map(|r| r.id)
         .collect();
     if wanted.is_empty() {
-        return;
+        return None;
     }
-    let Some(text) = read(project) else {
-        return;
+    let text = match read(project) {
+        Ok(Some(text)) => text,
+        Ok(None) => return None,
+        Err(why) => return Some(why),
     };
     // One run (`runs N`): only the lines that name it, found by their start, not line by line.
     let lines: Vec<&str> = match wanted.iter().next() {
@@ -357,6 +362,7 @@ pub fn fill_runs(project: &Project, runs: &mut [Run]) {
         _ => text.lines().collect(),
     };
     put_back(runs, lines.into_iter(), &wanted);
+    None
 }
 
 /// Puts back, from the history file's `lines`, the details of the runs of `runs` whose ids are
@@ -397,12 +403,30 @@ fn put_back<'a>(runs: &mut [Run], lines: impl Iterator<Item = &'a str>, wanted: 
     }
 }
 
-fn read(project: &Project) -> Option<String> {
-    let bytes = fsutil::read_limited(&path(project), crate::limits::SESSION.bytes).ok()??;
-    Some(
+/// The history file's text: `Ok(None)` when there is none, `Err` with the reason when it
+/// cannot be read (larger than the session limit, not a file, permission denied).
+fn read(project: &Project) -> std::result::Result<Option<String>, String> {
+    let bytes = fsutil::read_limited(&path(project), crate::limits::SESSION.bytes)
+        .map_err(|e| e.to_string())?;
+    Ok(bytes.map(|bytes| {
         String::from_utf8(bytes)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-    )
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }))
+}
+
+/// Why the history file cannot be read, when it cannot, without reading it (its size and
+/// whether it opens): for a command that shows runs' skeletons only (`runs`).
+pub fn unreadable(project: &Project) -> Option<String> {
+    let file = path(project);
+    match std::fs::metadata(&file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(e.to_string()),
+        Ok(m) if !m.is_file() => Some(fsutil::ReadError::NotAFile(fsutil::kind_of(&m)).to_string()),
+        Ok(m) if m.len() > crate::limits::SESSION.bytes => {
+            Some(fsutil::ReadError::TooLarge(m.len()).to_string())
+        }
+        Ok(_) => std::fs::File::open(&file).err().map(|e| e.to_string()),
+    }
 }
 
 /// The record a line holds. A line that is not one whole record is a torn append (a writer
@@ -435,7 +459,7 @@ pub enum Moved {
 /// What the history file holds of checkpoint `id`, its paths in the portable form
 /// ([`super::codec::portable_path`]).
 pub fn moved_of(project: &Project, id: &Uuid) -> Moved {
-    let Some(text) = read(project) else {
+    let Ok(Some(text)) = read(project) else {
         return Moved::Missing;
     };
     let needle = id.to_string();
@@ -467,11 +491,14 @@ pub struct Retained {
     pub shrunk: usize,
     /// The file's size before, in bytes.
     pub bytes: usize,
+    /// Why the file cannot be read, when it cannot: it was left as it is.
+    pub unreadable: Option<String>,
 }
 
 /// Keeps the lines of checkpoints in `keep` and of runs in `runs` (a run's id, and whether it
 /// is old enough that `prune_run` shrinks its details: it returns whether it changed them).
-/// With `dry_run`, only counts.
+/// With `dry_run`, only counts. A file that cannot be read (too large, permission denied) is
+/// left as it is, the reason in [`Retained::unreadable`]: no line it holds is dropped unread.
 ///
 /// Errors: the history file cannot be rewritten.
 pub fn retain(
@@ -481,8 +508,15 @@ pub fn retain(
     prune_run: &dyn Fn(&mut Extra) -> bool,
     dry_run: bool,
 ) -> Result<Retained> {
-    let Some(text) = read(project) else {
-        return Ok(Retained::default());
+    let text = match read(project) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(Retained::default()),
+        Err(why) => {
+            return Ok(Retained {
+                unreadable: Some(why),
+                ..Retained::default()
+            });
+        }
     };
     let (kept, r) = retain_lines(&text, keep, runs, prune_run)
         .map_err(|e| Error::io(path(project), std::io::Error::other(e.to_string())))?;

@@ -223,6 +223,44 @@ fn a_torn_line_fused_with_the_next_runs_line_loses_neither_run() {
 }
 
 #[test]
+fn a_history_file_too_large_to_read_is_warned_of_and_left_alone() {
+    let sb = old_format_session(14);
+    sb.ok(&["update", "--discovery", "x"]);
+    let history = sb.read(".pas-agent/history.jsonl");
+    // Past the 64 MiB read limit, cheaply: a sparse tail of zeros.
+    let big = 64 * 1024 * 1024 + 1;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(sb.path(".pas-agent/history.jsonl"))
+        .unwrap()
+        .set_len(big)
+        .unwrap();
+    for args in [
+        &["runs", "--json"][..],
+        &["runs", "1"],
+        &["runs", "1", "--json"],
+        &["runs"],
+        &["prune", "--keep", "2"],
+    ] {
+        let out = sb.run(args);
+        assert!(out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("warning: cannot read .pas-agent/history.jsonl")
+                && err.contains("too large"),
+            "{args:?}: {err}"
+        );
+    }
+    // Nothing of it was dropped or rewritten.
+    assert_eq!(size(&sb, ".pas-agent/history.jsonl"), big);
+    let bytes = std::fs::read(sb.path(".pas-agent/history.jsonl")).unwrap();
+    assert!(bytes.starts_with(history.as_bytes()));
+    // The runs keep their skeletons, still marked as moved.
+    let v = json_of(&sb, &["runs", "1", "--json"]);
+    assert_eq!(v["run"]["details_in_history"], true, "{v:#}");
+}
+
+#[test]
 fn prune_shrinks_old_runs_lines_and_drops_those_of_runs_not_in_the_session() {
     let sb = old_format_session(14);
     // The same prune on the same runs, whole in session.json (`--keep 2` moves nothing out
