@@ -173,29 +173,45 @@ fn prune_details(d: &mut crate::model::Extra) -> bool {
     changed
 }
 
+/// Lists moved to the history file go the way [`prune_lists`] sends those of `s`, and the
+/// details of old runs moved there shrink as the runs' own would. Call under the session lock.
+fn prune_history(
+    project: &crate::session::Project,
+    s: &Session,
+    keep: usize,
+    dry_run: bool,
+) -> Result<crate::session::history::Retained> {
+    let n = s.checkpoints.len();
+    let kept: std::collections::HashSet<uuid::Uuid> = s.checkpoints[n.saturating_sub(keep)..]
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    let runs = old_runs(s, keep);
+    crate::session::history::retain(project, &kept, &runs, &prune_details, dry_run)
+}
+
 pub fn run(args: PruneArgs) -> Result<i32> {
     let project = super::project()?;
     let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     let before = size(&project.session_path());
-    let dropped = if args.dry_run {
+    // The history file is rewritten under the session lock, with the session it goes with:
+    // a line another writer appends meanwhile (a run's completion moving old runs out) is
+    // never lost to the rewrite.
+    let (dropped, history) = if args.dry_run {
         let mut s = project.load()?;
-        prune_lists(&mut s, args.keep)
+        let dropped = prune_lists(&mut s, args.keep);
+        (dropped, prune_history(&project, &s, args.keep, true)?)
     } else {
-        project.modify(|s| Ok(prune_lists(s, args.keep)))?
+        project.modify(|s| {
+            let dropped = prune_lists(s, args.keep);
+            Ok((dropped, prune_history(&project, s, args.keep, false)?))
+        })?
     };
-    // Lists moved to the history file go the same way, and the details of old runs moved
-    // there shrink as the runs' own would.
-    let full = project.load()?;
-    let keep: std::collections::HashSet<uuid::Uuid> = {
-        let n = full.checkpoints.len();
-        full.checkpoints[n.saturating_sub(args.keep)..]
-            .iter()
-            .map(|c| c.id)
-            .collect()
-    };
-    let runs = old_runs(&full, args.keep);
-    let history =
-        crate::session::history::retain(&project, &keep, &runs, &prune_details, args.dry_run)?;
+    if let Some(why) = &history.unreadable {
+        crate::term::warn(&format!(
+            "cannot read .pas-agent/history.jsonl ({why}): its lines are left as they are"
+        ));
+    }
     let mut out = String::new();
     if history.dropped > 0 {
         let _ = writeln!(

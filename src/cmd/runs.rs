@@ -280,6 +280,13 @@ fn short_id(id: &str, wide: bool) -> String {
     }
 }
 
+/// Warns that `.pas-agent/history.jsonl` cannot be read (`why`), so moved details are not shown.
+fn warn_unreadable(why: &str) {
+    crate::term::warn(&format!(
+        "cannot read .pas-agent/history.jsonl ({why}): the details of old runs kept there are not shown, only their counts"
+    ));
+}
+
 pub fn run(args: RunsArgs) -> Result<i32> {
     if args.all {
         return all(&args);
@@ -291,7 +298,9 @@ pub fn run(args: RunsArgs) -> Result<i32> {
     }
     if args.json {
         // Old runs' details come back from `.pas-agent/history.jsonl`, in one pass over it.
-        history::fill_runs(&project, &mut session.runs);
+        if let Some(why) = history::fill_runs(&project, &mut session.runs) {
+            warn_unreadable(&why);
+        }
         print_json(&RunsJson {
             runs: &session.runs,
         })?;
@@ -302,6 +311,14 @@ pub fn run(args: RunsArgs) -> Result<i32> {
         out.push_str("No runs yet. Start an agent with `pas-agent run <agent>`, e.g. `pas-agent run codex`.\n");
         crate::term::print(&out)?;
         return Ok(0);
+    }
+    if session
+        .runs
+        .iter()
+        .any(|r| r.extra.get(history::RUN_MOVED_KEY) == Some(&true.into()))
+        && let Some(why) = history::unreadable(&project)
+    {
+        warn_unreadable(&why);
     }
     let now = chrono::Utc::now();
     let mut table = Table::new(&[
@@ -431,7 +448,9 @@ fn one(
     let (number, r) = find(session, selector)?;
     // An old run's details come back from `.pas-agent/history.jsonl`.
     let mut full = [r.clone()];
-    history::fill_runs(project, &mut full);
+    if let Some(why) = history::fill_runs(project, &mut full) {
+        warn_unreadable(&why);
+    }
     let r = &full[0];
     if json {
         print_json(&OneJson { number, run: r })?;

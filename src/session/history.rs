@@ -294,16 +294,13 @@ fn parse_run_line(line: &str) -> Option<RunLine> {
         .flatten()
 }
 
-/// The id a run line names (or, fused, the last run record in it names), without parsing it.
-fn run_line_id(line: &str) -> Option<Uuid> {
-    let start = if line.starts_with(RUN_LINE_START) {
-        0
-    } else {
-        line.rfind(RUN_LINE_START)?
-    };
-    let at = start + RUN_LINE_START.len();
-    line.get(at..at + 36)
-        .and_then(|id| Uuid::parse_str(id).ok())
+/// The ids of every run record a line begins, whole or torn (a fused line names two or more).
+fn run_line_ids(line: &str) -> impl Iterator<Item = Uuid> + '_ {
+    line.match_indices(RUN_LINE_START).filter_map(|(start, _)| {
+        let at = start + RUN_LINE_START.len();
+        line.get(at..at + 36)
+            .and_then(|id| Uuid::parse_str(id).ok())
+    })
 }
 
 /// `skeleton` with `details` put back: the counts and the marker it got when it moved go, and
@@ -331,23 +328,26 @@ fn restore(skeleton: &Run, details: &Extra) -> Option<Run> {
 }
 
 /// Puts back the details of every run of `runs` whose details are in the history file, in
-/// one pass over it. A run whose line cannot be read (torn, edited) keeps its skeleton and
-/// gets [`DAMAGED_KEY`]; one whose lines were pruned (or whose history file is gone) keeps
+/// one pass over it. A run none of whose lines can be read whole (torn, edited) keeps its
+/// skeleton and gets [`DAMAGED_KEY`]; one whose lines were pruned (or whose history file is gone) keeps
 /// its skeleton as it is.
-pub fn fill_runs(project: &Project, runs: &mut [Run]) {
+///
+/// Returns why the history file cannot be read when a run's details are there and it cannot
+/// (the runs keep their skeletons then), for a warning.
+pub fn fill_runs(project: &Project, runs: &mut [Run]) -> Option<String> {
     let wanted: HashSet<Uuid> = runs
         .iter()
         .filter(|r| r.extra.get(RUN_MOVED_KEY) == Some(&true.into()))
         .map(|r| r.id)
         .collect();
     if wanted.is_empty() {
-        return;
+        return None;
     }
-    let Some(text) = read(project) else {
-        return;
+    let text = match read(project) {
+        Ok(Some(text)) => text,
+        Ok(None) => return None,
+        Err(why) => return Some(why),
     };
-    let mut found: HashMap<Uuid, Extra> = HashMap::new();
-    let mut damaged: HashSet<Uuid> = HashSet::new();
     // One run (`runs N`): only the lines that name it, found by their start, not line by line.
     let lines: Vec<&str> = match wanted.iter().next() {
         Some(id) if wanted.len() == 1 => {
@@ -361,45 +361,72 @@ pub fn fill_runs(project: &Project, runs: &mut [Run]) {
         }
         _ => text.lines().collect(),
     };
+    put_back(runs, lines.into_iter(), &wanted);
+    None
+}
+
+/// Puts back, from the history file's `lines`, the details of the runs of `runs` whose ids are
+/// in `wanted` ([`fill_runs`]).
+fn put_back<'a>(runs: &mut [Run], lines: impl Iterator<Item = &'a str>, wanted: &HashSet<Uuid>) {
+    let mut found: HashMap<Uuid, Extra> = HashMap::new();
+    // Ids a line names but does not hold whole: damaged, unless a whole record of theirs is
+    // found on another line.
+    let mut torn: HashSet<Uuid> = HashSet::new();
     for line in lines {
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let Some(id) = run_line_id(line).filter(|id| wanted.contains(id)) else {
-            continue;
-        };
-        match parse_run_line(line) {
-            Some(l) if l.run == id => {
-                let d = found.entry(id).or_default();
-                for (k, v) in l.details {
-                    d.insert(k, v);
-                }
+        // The record is the one the line holds (a fused line's last whole one), whatever id
+        // the line starts with.
+        let whole = parse_run_line(line);
+        for id in run_line_ids(line) {
+            if wanted.contains(&id) && whole.as_ref().is_none_or(|l| l.run != id) {
+                torn.insert(id);
             }
-            _ => {
-                damaged.insert(id);
+        }
+        if let Some(l) = whole.filter(|l| wanted.contains(&l.run)) {
+            let d = found.entry(l.run).or_default();
+            for (k, v) in l.details {
+                d.insert(k, v);
             }
         }
     }
     for run in runs.iter_mut() {
-        let torn = damaged.contains(&run.id);
-        if let Some(d) = found.get(&run.id)
-            && let Some(full) = restore(run, d)
-        {
-            *run = full;
-            if torn {
-                // Another of its lines was whole: what it held is back, this one's is not.
-                run.extra.insert(DAMAGED_KEY.into(), true.into());
+        if let Some(d) = found.get(&run.id) {
+            match restore(run, d) {
+                Some(full) => *run = full,
+                None => {
+                    run.extra.insert(DAMAGED_KEY.into(), true.into());
+                }
             }
-        } else if torn || found.contains_key(&run.id) {
+        } else if torn.contains(&run.id) {
             run.extra.insert(DAMAGED_KEY.into(), true.into());
         }
     }
 }
 
-fn read(project: &Project) -> Option<String> {
-    let bytes = fsutil::read_limited(&path(project), crate::limits::SESSION.bytes).ok()??;
-    Some(
+/// The history file's text: `Ok(None)` when there is none, `Err` with the reason when it
+/// cannot be read (larger than the session limit, not a file, permission denied).
+fn read(project: &Project) -> std::result::Result<Option<String>, String> {
+    let bytes = fsutil::read_limited(&path(project), crate::limits::SESSION.bytes)
+        .map_err(|e| e.to_string())?;
+    Ok(bytes.map(|bytes| {
         String::from_utf8(bytes)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-    )
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }))
+}
+
+/// Why the history file cannot be read, when it cannot, without reading it (its size and
+/// whether it opens): for a command that shows runs' skeletons only (`runs`).
+pub fn unreadable(project: &Project) -> Option<String> {
+    let file = path(project);
+    match std::fs::metadata(&file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(e.to_string()),
+        Ok(m) if !m.is_file() => Some(fsutil::ReadError::NotAFile(fsutil::kind_of(&m)).to_string()),
+        Ok(m) if m.len() > crate::limits::SESSION.bytes => {
+            Some(fsutil::ReadError::TooLarge(m.len()).to_string())
+        }
+        Ok(_) => std::fs::File::open(&file).err().map(|e| e.to_string()),
+    }
 }
 
 /// The record a line holds. A line that is not one whole record is a torn append (a writer
@@ -432,7 +459,7 @@ pub enum Moved {
 /// What the history file holds of checkpoint `id`, its paths in the portable form
 /// ([`super::codec::portable_path`]).
 pub fn moved_of(project: &Project, id: &Uuid) -> Moved {
-    let Some(text) = read(project) else {
+    let Ok(Some(text)) = read(project) else {
         return Moved::Missing;
     };
     let needle = id.to_string();
@@ -464,11 +491,14 @@ pub struct Retained {
     pub shrunk: usize,
     /// The file's size before, in bytes.
     pub bytes: usize,
+    /// Why the file cannot be read, when it cannot: it was left as it is.
+    pub unreadable: Option<String>,
 }
 
 /// Keeps the lines of checkpoints in `keep` and of runs in `runs` (a run's id, and whether it
 /// is old enough that `prune_run` shrinks its details: it returns whether it changed them).
-/// With `dry_run`, only counts.
+/// With `dry_run`, only counts. A file that cannot be read (too large, permission denied) is
+/// left as it is, the reason in [`Retained::unreadable`]: no line it holds is dropped unread.
 ///
 /// Errors: the history file cannot be rewritten.
 pub fn retain(
@@ -478,29 +508,54 @@ pub fn retain(
     prune_run: &dyn Fn(&mut Extra) -> bool,
     dry_run: bool,
 ) -> Result<Retained> {
-    let Some(text) = read(project) else {
-        return Ok(Retained::default());
+    let text = match read(project) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(Retained::default()),
+        Err(why) => {
+            return Ok(Retained {
+                unreadable: Some(why),
+                ..Retained::default()
+            });
+        }
     };
+    let (kept, r) = retain_lines(&text, keep, runs, prune_run)
+        .map_err(|e| Error::io(path(project), std::io::Error::other(e.to_string())))?;
+    if (r.dropped > 0 || r.shrunk > 0) && !dry_run {
+        let file = path(project);
+        let guard = WriteGuard::new(&project.root).map_err(|e| Error::io(&project.root, e))?;
+        guard
+            .write(&file, kept.as_bytes(), Named::ByUs, Links::Replace)
+            .map_err(|e| Error::write(&file, e))?;
+    }
+    Ok(r)
+}
+
+/// [`retain`] of the history file's `text`: what stays, and the counts.
+fn retain_lines(
+    text: &str,
+    keep: &HashSet<Uuid>,
+    runs: &HashMap<Uuid, bool>,
+    prune_run: &dyn Fn(&mut Extra) -> bool,
+) -> serde_json::Result<(String, Retained)> {
     let mut kept = String::new();
     let mut r = Retained {
         bytes: text.len(),
         ..Retained::default()
     };
     for line in text.lines() {
-        if run_line_id(line).is_some() {
-            match parse_run_line(line) {
-                Some(mut l) if runs.contains_key(&l.run) => {
-                    if runs[&l.run] && prune_run(&mut l.details) {
-                        r.shrunk += 1;
-                    }
-                    // Written anew: a fused line keeps only its whole record.
-                    let json = serde_json::to_string(&l).map_err(|e| {
-                        Error::io(path(project), std::io::Error::other(e.to_string()))
-                    })?;
-                    kept.push_str(&json);
-                    kept.push('\n');
+        // A run's record, else (a torn run line fused with a checkpoint's) a checkpoint's.
+        if line.contains(RUN_LINE_START)
+            && let Some(mut l) = parse_run_line(line)
+        {
+            if runs.contains_key(&l.run) {
+                if runs[&l.run] && prune_run(&mut l.details) {
+                    r.shrunk += 1;
                 }
-                _ => r.dropped += 1,
+                // Written anew: a fused line keeps only its whole record.
+                kept.push_str(&serde_json::to_string(&l)?);
+                kept.push('\n');
+            } else {
+                r.dropped += 1;
             }
             continue;
         }
@@ -516,14 +571,7 @@ pub fn retain(
             _ => r.dropped += 1,
         }
     }
-    if (r.dropped > 0 || r.shrunk > 0) && !dry_run {
-        let file = path(project);
-        let guard = WriteGuard::new(&project.root).map_err(|e| Error::io(&project.root, e))?;
-        guard
-            .write(&file, kept.as_bytes(), Named::ByUs, Links::Replace)
-            .map_err(|e| Error::write(&file, e))?;
-    }
-    Ok(r)
+    Ok((kept, r))
 }
 
 #[cfg(test)]
@@ -602,10 +650,68 @@ mod tests {
         })
         .unwrap();
         assert!(line.starts_with(RUN_LINE_START));
-        assert_eq!(run_line_id(&line), Some(run(3).id));
+        assert_eq!(run_line_ids(&line).collect::<Vec<_>>(), vec![run(3).id]);
         assert!(parse_run_line(&line).is_some());
         let torn = format!("{}{line}", &line[..line.len() / 2]);
         assert_eq!(parse_run_line(&torn).unwrap().run, run(3).id);
         assert!(parse_run_line(&line[..line.len() / 2]).is_none());
+    }
+
+    /// A moved run's skeleton and its line in the history file.
+    fn moved(i: usize) -> (Run, String) {
+        let mut r = run(i);
+        let details = details_of(&r).unwrap();
+        let line = serde_json::to_string(&RunLine {
+            run: r.id,
+            details: details.clone(),
+        })
+        .unwrap();
+        strip(&mut r, &details);
+        (r, line)
+    }
+
+    #[test]
+    fn a_torn_line_fused_with_another_runs_line_gives_that_run_back_whole() {
+        let (a, line_a) = moved(1);
+        let (b, line_b) = moved(2);
+        let wanted: HashSet<Uuid> = [a.id, b.id].into();
+        // A writer died mid-append of A's line; the next append is B's, on the same line.
+        let fused = format!("{}{line_b}", &line_a[..line_a.len() / 2]);
+        let mut runs = [a.clone(), b.clone()];
+        put_back(&mut runs, [fused.as_str()].into_iter(), &wanted);
+        assert_eq!(runs[1].transcript, run(2).transcript, "B is back whole");
+        assert!(!runs[1].extra.contains_key(DAMAGED_KEY));
+        assert!(!runs[1].extra.contains_key(RUN_MOVED_KEY));
+        // A's only line is the torn one.
+        assert_eq!(runs[0].extra.get(DAMAGED_KEY), Some(&true.into()));
+        assert!(runs[0].transcript.is_none());
+        // With A's whole line elsewhere (written again after the tear), nothing is damaged.
+        let mut runs = [a, b];
+        put_back(
+            &mut runs,
+            [fused.as_str(), line_a.as_str()].into_iter(),
+            &wanted,
+        );
+        for (r, i) in runs.iter().zip([1, 2]) {
+            assert_eq!(r.transcript, run(i).transcript);
+            assert!(!r.extra.contains_key(DAMAGED_KEY), "{i}");
+        }
+    }
+
+    #[test]
+    fn prune_keeps_a_checkpoints_line_fused_after_a_torn_run_line() {
+        let (a, line_a) = moved(1);
+        let cp = Uuid::from_u128(7);
+        let cp_line = serde_json::to_string(&Line {
+            checkpoint: cp,
+            files_changed: vec![],
+            task_snapshot: None,
+        })
+        .unwrap();
+        let text = format!("{}{cp_line}\n{line_a}\n", &line_a[..line_a.len() / 2]);
+        let runs: HashMap<Uuid, bool> = [(a.id, false)].into();
+        let (kept, r) = retain_lines(&text, &[cp].into(), &runs, &|_| false).unwrap();
+        assert_eq!(kept, format!("{cp_line}\n{line_a}\n"));
+        assert_eq!(r.dropped, 0);
     }
 }

@@ -177,6 +177,90 @@ fn a_damaged_history_line_is_said_not_a_crash() {
 }
 
 #[test]
+fn a_torn_line_fused_with_the_next_runs_line_loses_neither_run() {
+    let sb = old_format_session(14);
+    let all = json_of(&sb, &["runs", "--json"]);
+    sb.ok(&["update", "--discovery", "x"]);
+    let history = sb.read(".pas-agent/history.jsonl");
+    let lines: Vec<&str> = history.lines().collect();
+    assert!(lines[0].contains("8000-000000000000") && lines[1].contains("8000-000000000001"));
+    // A writer died mid-append of run 1's line, the next append (run 2's) went on the same
+    // line, and run 1's line was written whole again later.
+    let mut torn = format!("{}{}\n", &lines[0][..lines[0].len() / 2], lines[1]);
+    for l in &lines[2..] {
+        torn.push_str(l);
+        torn.push('\n');
+    }
+    torn.push_str(lines[0]);
+    torn.push('\n');
+    sb.write(".pas-agent/history.jsonl", torn);
+    let back = json_of(&sb, &["runs", "--json"]);
+    for i in 0..2 {
+        assert!(back["runs"][i].get("history_line_damaged").is_none(), "{i}");
+        assert_eq!(back["runs"][i], all["runs"][i], "{i}");
+    }
+    for n in ["1", "2"] {
+        let text = sb.ok(&["runs", n]);
+        assert!(!text.contains("damaged"), "{n}: {text}");
+        assert_eq!(
+            json_of(&sb, &["runs", n, "--json"])["run"],
+            all["runs"][n.parse::<usize>().unwrap() - 1]
+        );
+    }
+    // Without run 1's later line, only run 1 is damaged.
+    let history = sb.read(".pas-agent/history.jsonl");
+    let without = history
+        .lines()
+        .filter(|l| *l != lines[0])
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    sb.write(".pas-agent/history.jsonl", without);
+    let back = json_of(&sb, &["runs", "--json"]);
+    assert_eq!(back["runs"][0]["history_line_damaged"], true);
+    assert_eq!(back["runs"][1], all["runs"][1]);
+    assert!(sb.ok(&["runs", "1"]).contains("damaged"));
+}
+
+#[test]
+fn a_history_file_too_large_to_read_is_warned_of_and_left_alone() {
+    let sb = old_format_session(14);
+    sb.ok(&["update", "--discovery", "x"]);
+    let history = sb.read(".pas-agent/history.jsonl");
+    // Past the 64 MiB read limit, cheaply: a sparse tail of zeros.
+    let big = 64 * 1024 * 1024 + 1;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(sb.path(".pas-agent/history.jsonl"))
+        .unwrap()
+        .set_len(big)
+        .unwrap();
+    for args in [
+        &["runs", "--json"][..],
+        &["runs", "1"],
+        &["runs", "1", "--json"],
+        &["runs"],
+        &["prune", "--keep", "2"],
+    ] {
+        let out = sb.run(args);
+        assert!(out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("warning: cannot read .pas-agent/history.jsonl")
+                && err.contains("too large"),
+            "{args:?}: {err}"
+        );
+    }
+    // Nothing of it was dropped or rewritten.
+    assert_eq!(size(&sb, ".pas-agent/history.jsonl"), big);
+    let bytes = std::fs::read(sb.path(".pas-agent/history.jsonl")).unwrap();
+    assert!(bytes.starts_with(history.as_bytes()));
+    // The runs keep their skeletons, still marked as moved.
+    let v = json_of(&sb, &["runs", "1", "--json"]);
+    assert_eq!(v["run"]["details_in_history"], true, "{v:#}");
+}
+
+#[test]
 fn prune_shrinks_old_runs_lines_and_drops_those_of_runs_not_in_the_session() {
     let sb = old_format_session(14);
     // The same prune on the same runs, whole in session.json (`--keep 2` moves nothing out
