@@ -217,7 +217,7 @@ impl Loaded {
 
 /// Leaves `what` to the process's exit instead of dropping it: freeing a repository handle, its
 /// index and a session piece by piece costs a few percent of a small repository's `status`
-/// (docs/performance.md). Only for what owns nothing but memory and descriptors: `status` holds no lock,
+/// (docs/performance-history.md). Only for what owns nothing but memory and descriptors: `status` holds no lock,
 /// temporary file or unflushed buffer (it writes nothing but its output, printed before this;
 /// the fingerprint cache is saved explicitly in `Repo::status`).
 fn leak<T>(what: T) {

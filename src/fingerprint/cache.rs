@@ -109,7 +109,7 @@ pub(crate) type Span = (usize, usize);
 
 /// An entry as read: its path and fingerprints are spans of the cache file's bytes
 /// ([`Cache::data`]), so that reading the file copies none of them (a copy each cost more
-/// than the rest of the read, docs/performance.md); the fingerprints of an entry used are copied then,
+/// than the rest of the read, docs/performance-history.md); the fingerprints of an entry used are copied then,
 /// and checked to be UTF-8 (an entry whose are not is not used).
 #[derive(Debug, Clone, Copy)]
 struct Stored {
@@ -153,7 +153,7 @@ static LEAVE_TO_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 
 /// Lets [`Cache::save`] leave the entries it read (at most [`MAX_ENTRIES`]) to the process's
 /// exit instead of freeing them string by string (a few percent of `status` on 1,000 files,
-/// docs/performance.md). Only for a process that takes a status once or twice and exits: `status` calls
+/// docs/performance-history.md). Only for a process that takes a status once or twice and exits: `status` calls
 /// it. A long-lived one (the MCP server's checkpoints, the launcher) frees as usual, or each
 /// call would keep its entries for good.
 pub fn leave_to_exit() {

@@ -39,7 +39,7 @@ pub struct Summary {
     /// `session` when no file has fields this build does not know nor a status it does not
     /// know: one JSON string and a scan of it cost a tenth of what JSON objects (or arrays with
     /// an untagged status) cost to parse, which was most of what reading the summary cost
-    /// (`status` on 1,000 files, docs/performance.md). [`fresh`] puts them back.
+    /// (`status` on 1,000 files, docs/performance-history.md). [`fresh`] puts them back.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub(super) files: String,
 }
