@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 
@@ -124,11 +124,6 @@ pub fn files_changed(
     out
 }
 
-/// How far behind the clock a file's times may be: the kernel stamps them from its coarse
-/// clock, a tick (up to 10 ms) behind the time a process reads, so a file written just after a
-/// start must not look older than it.
-const MTIME_LAG: Duration = Duration::from_millis(50);
-
 /// When a file or directory was last modified; `None` when it cannot be read.
 fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::symlink_metadata(path).ok()?.modified().ok()
@@ -137,7 +132,10 @@ fn modified(path: &Path) -> Option<SystemTime> {
 /// The baseline of a span of work seen only at its end — a run launched without a scan before
 /// it (`run --no-checkpoint --no-export`), an agent session recorded from its hooks: of `files`
 /// (what differs from HEAD at the end, with fingerprints), those that did not change between
-/// `started` and `ended`, so that [`files_changed`] leaves them out.
+/// `started` and `ended`, so that [`files_changed`] leaves them out. `started` is best a time
+/// read from the work tree's file system itself (a file written just before the span), so that
+/// its clock and granularity are those of the files; a file stamped at `started` itself is in
+/// the span.
 ///
 /// - A file that exists counts as changed when its modification time falls in the span; one
 ///   last modified before it was dirty already and left alone, one modified after it (a
@@ -153,10 +151,9 @@ fn modified(path: &Path) -> Option<SystemTime> {
 pub fn unchanged_in_span(
     repo: &Repo,
     files: &[FileState],
-    started: DateTime<Utc>,
+    started: SystemTime,
     ended: DateTime<Utc>,
 ) -> Vec<FileState> {
-    let started = SystemTime::from(started) - MTIME_LAG;
     let ended = SystemTime::from(ended);
     files
         .iter()

@@ -563,3 +563,39 @@ git add committed.rs && git commit -q -m "Add committed.rs""#,
         stderr(&out)
     );
 }
+
+/// The paths and statuses a run record lists in `files_changed`.
+fn changed(run: &Value) -> Vec<(String, String)> {
+    run["files_changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap().into(), f["status"].to_string()))
+        .collect()
+}
+
+/// Bare runs started one right after the other each record only the file their own program
+/// wrote, not the ones written just before them.
+#[test]
+fn bare_runs_back_to_back_each_record_only_their_own_files() {
+    let sb = Sandbox::with_session();
+    for name in ["one", "two", "three"] {
+        let out = sb.run(&[
+            "run",
+            "--no-checkpoint",
+            "--no-export",
+            "--no-pty",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo {name} > {name}.txt"),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(
+            changed(&last_run(&sb)),
+            vec![(format!("{name}.txt"), "\"Untracked\"".to_string())]
+        );
+        // Where its span started is kept only while it runs.
+        assert!(last_run(&sb).get("files_since").is_none());
+    }
+}
