@@ -491,7 +491,7 @@ fi"#,
 
 /// `run --no-checkpoint --no-export` looks at the work tree only after its program: the files
 /// it records are those that differ from HEAD and changed while the program ran (by their
-/// change times), plus what it committed — not the files that were dirty before and left alone.
+/// modification or change times), plus what it committed — not the files that were dirty before and left alone.
 #[test]
 fn a_bare_run_records_the_files_its_program_changed_and_not_those_dirty_before() {
     let sb = Sandbox::with_session();
@@ -572,6 +572,37 @@ fn changed(run: &Value) -> Vec<(String, String)> {
         .iter()
         .map(|f| (f["path"].as_str().unwrap().into(), f["status"].to_string()))
         .collect()
+}
+
+/// Renames (`mv`, `git mv`) keep a file's modification time and `chmod` does not touch it: a
+/// bare run sees them by their change times, and records what a run with a scan before it does.
+#[test]
+fn a_bare_run_records_renames_and_permission_changes_as_a_full_run_does() {
+    let record = |flags: &[&str]| {
+        let sb = Sandbox::with_session();
+        for f in ["b.txt", "d.txt", "s.sh"] {
+            sb.write(f, format!("{f}\n"));
+        }
+        sb.git(&["add", "b.txt", "d.txt", "s.sh"]);
+        sb.git(&["commit", "-q", "-m", "Files"]);
+        // Not a timing assertion: the files are clearly older than the run.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut args = vec!["run"];
+        args.extend(flags);
+        args.extend([
+            "--no-pty",
+            "--",
+            "sh",
+            "-c",
+            "mv b.txt c.txt && git mv d.txt e.txt && chmod +x s.sh",
+        ]);
+        let out = sb.run(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        changed(&last_run(&sb))
+    };
+    let full = record(&[]);
+    assert_eq!(full.len(), 4, "{full:?}");
+    assert_eq!(record(&["--no-checkpoint", "--no-export"]), full);
 }
 
 /// Bare runs started one right after the other each record only the file their own program
