@@ -161,12 +161,14 @@ fn change_time(_: &std::fs::Metadata) -> Option<SystemTime> {
 /// - A file that exists counts as changed when its modification time or its change time (a
 ///   rename, `chmod`) falls in the span; one changed only before it was dirty already and left
 ///   alone, one changed after it (a session recorded late) is someone else's.
-/// - A deleted file counts when its directory changed in the span or after it (or is gone):
-///   a deletion changes its directory; one whose directory last changed before the start was
-///   deleted before.
+/// - A deleted file is judged by the nearest of its ancestor directories that still exists
+///   (removing a directory changes its parent): it counts when that directory changed in the
+///   span or after it; one whose directory last changed before the start was deleted before.
 ///
 /// What this cannot see: a file dirty before the span that the span made clean again (it is
-/// not in `files`); a file dirty before and written again with the same content counts.
+/// not in `files`); a file dirty before and written again with the same content counts; a file
+/// deleted before the span counts when its directory changed in the span for another reason
+/// (another file added or removed there).
 pub fn unchanged_in_span(
     repo: &Repo,
     files: &[FileState],
@@ -181,7 +183,9 @@ pub fn unchanged_in_span(
                 return false;
             };
             if f.status == FileStatus::Deleted {
-                abs.parent()
+                abs.ancestors()
+                    .skip(1)
+                    .find(|d| exists(d))
                     .and_then(changed_at)
                     .is_some_and(|t| t < started)
             } else {

@@ -605,6 +605,47 @@ fn a_bare_run_records_renames_and_permission_changes_as_a_full_run_does() {
     assert_eq!(record(&["--no-checkpoint", "--no-export"]), full);
 }
 
+/// A directory deleted before a bare run is not the run's (its parent changed before the run);
+/// one the run deletes is, with every file in it.
+#[test]
+fn a_bare_run_judges_deleted_directories_by_the_nearest_directory_left() {
+    let sb = Sandbox::with_session();
+    for f in [
+        "old/a.txt",
+        "old/deep/b.txt",
+        "sub/gone/c.txt",
+        "sub/gone/deep/d.txt",
+    ] {
+        sb.write(f, "tracked\n");
+    }
+    sb.write("sub/kept.txt", "tracked\n");
+    sb.git(&["add", "old", "sub"]);
+    sb.git(&["commit", "-q", "-m", "Directories"]);
+    std::fs::remove_dir_all(sb.path("old")).unwrap();
+    // Not a timing assertion: the deletion is clearly older than the runs.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let bare = |script: &str| {
+        let out = sb.run(&[
+            "run",
+            "--no-checkpoint",
+            "--no-export",
+            "--no-pty",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        changed(&last_run(&sb))
+    };
+    assert_eq!(bare("true"), Vec::<(String, String)>::new());
+    let deleted = |p: &str| (p.to_string(), "\"Deleted\"".to_string());
+    assert_eq!(
+        bare("rm -rf sub/gone"),
+        vec![deleted("sub/gone/c.txt"), deleted("sub/gone/deep/d.txt")]
+    );
+}
+
 /// Bare runs started one right after the other each record only the file their own program
 /// wrote, not the ones written just before them.
 #[test]
