@@ -124,39 +124,57 @@ pub fn files_changed(
     out
 }
 
-/// How far behind the clock a file's times may be: the kernel stamps them from its coarse
-/// clock, a tick (up to 10 ms) behind the time a process reads, so a file written just after a
-/// start must not look older than it.
-const MTIME_LAG: Duration = Duration::from_millis(50);
+/// When a file or directory last changed: the later of its modification time and its change
+/// time (a rename, `chmod`, `git mv` move only the change time); `None` when it cannot be read.
+fn changed_at(path: &Path) -> Option<SystemTime> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let modified = meta.modified().ok()?;
+    Some(match change_time(&meta) {
+        Some(ctime) => modified.max(ctime),
+        None => modified,
+    })
+}
 
-/// When a file or directory was last modified; `None` when it cannot be read.
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::symlink_metadata(path).ok()?.modified().ok()
+/// A file's change time (the inode's status change: a write, rename, `chmod`, link count);
+/// `None` where there is none (outside Unix) or before 1970.
+#[cfg(unix)]
+fn change_time(meta: &std::fs::Metadata) -> Option<SystemTime> {
+    use std::os::unix::fs::MetadataExt;
+    let secs = u64::try_from(meta.ctime()).ok()?;
+    let nanos = u32::try_from(meta.ctime_nsec()).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(Duration::new(secs, nanos))
+}
+
+#[cfg(not(unix))]
+fn change_time(_: &std::fs::Metadata) -> Option<SystemTime> {
+    None
 }
 
 /// The baseline of a span of work seen only at its end — a run launched without a scan before
 /// it (`run --no-checkpoint --no-export`), an agent session recorded from its hooks: of `files`
 /// (what differs from HEAD at the end, with fingerprints), those that did not change between
-/// `started` and `ended`, so that [`files_changed`] leaves them out.
+/// `started` and `ended`, so that [`files_changed`] leaves them out. `started` is best a time
+/// read from the work tree's file system itself (a file written just before the span), so that
+/// its clock and granularity are those of the files; a file stamped at `started` itself is in
+/// the span.
 ///
-/// - A file that exists counts as changed when its modification time falls in the span; one
-///   last modified before it was dirty already and left alone, one modified after it (a
-///   session recorded late) is someone else's.
-/// - A deleted file counts when its directory was modified in the span or after it (or is
-///   gone): a deletion modifies its directory; one whose directory was last modified before
-///   the start was deleted before.
+/// - A file that exists counts as changed when its modification time or its change time (a
+///   rename, `chmod`) falls in the span; one changed only before it was dirty already and left
+///   alone, one changed after it (a session recorded late) is someone else's.
+/// - A deleted file is judged by the nearest of its ancestor directories that still exists
+///   (removing a directory changes its parent): it counts when that directory changed in the
+///   span or after it; one whose directory last changed before the start was deleted before.
 ///
 /// What this cannot see: a file dirty before the span that the span made clean again (it is
-/// not in `files`); a file dirty before whose modification time a program set back (`cp -p`,
-/// `tar`, `rsync -t`) is judged by that time; a file dirty before and written again with the
-/// same content counts.
+/// not in `files`); a file dirty before and written again with the same content counts; a file
+/// deleted before the span counts when its directory changed in the span for another reason
+/// (another file added or removed there).
 pub fn unchanged_in_span(
     repo: &Repo,
     files: &[FileState],
-    started: DateTime<Utc>,
+    started: SystemTime,
     ended: DateTime<Utc>,
 ) -> Vec<FileState> {
-    let started = SystemTime::from(started) - MTIME_LAG;
     let ended = SystemTime::from(ended);
     files
         .iter()
@@ -165,9 +183,17 @@ pub fn unchanged_in_span(
                 return false;
             };
             if f.status == FileStatus::Deleted {
-                abs.parent().and_then(modified).is_some_and(|t| t < started)
+                abs.ancestors()
+                    .skip(1)
+                    .find(|d| exists(d))
+                    .and_then(changed_at)
+                    .is_some_and(|t| t < started)
             } else {
-                modified(&abs).is_some_and(|t| t < started || t > ended)
+                let Ok(meta) = std::fs::symlink_metadata(&abs) else {
+                    return false;
+                };
+                let in_span = |t: SystemTime| t >= started && t <= ended;
+                !(meta.modified().is_ok_and(in_span) || change_time(&meta).is_some_and(in_span))
             }
         })
         .cloned()

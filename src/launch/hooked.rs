@@ -25,7 +25,7 @@
 //! recorded again.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -468,6 +468,11 @@ fn words(
 /// ([`crate::agents::Store::written_late`]) to write the last answer.
 const WRITTEN_LATE_PATIENCE: Duration = Duration::from_secs(3);
 
+/// How far behind the clock a file's times may be: the kernel stamps them from its coarse
+/// clock, a tick (up to 10 ms) behind the time a process reads, so a file written just after a
+/// session's start (a time its start hook read from the clock) must not look older than it.
+const MTIME_LAG: Duration = Duration::from_millis(50);
+
 /// Records the run of one session that is over; `Ok(false)` when it was recorded already.
 fn complete_one(
     project: &Project,
@@ -509,7 +514,12 @@ fn complete_one(
     let (head_before, baseline) = match (started, &tree, &repo) {
         (Some(started), Some(tree), Some(repo)) => (
             marker.head_before.clone(),
-            super::delta::unchanged_in_span(repo, &tree.files, started, ended_at),
+            super::delta::unchanged_in_span(
+                repo,
+                &tree.files,
+                SystemTime::from(started) - MTIME_LAG,
+                ended_at,
+            ),
         ),
         (None, Some(tree), _) => {
             notes.push(

@@ -20,6 +20,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -72,9 +73,13 @@ pub fn pending_path(root: &Path, run_id: &Uuid) -> PathBuf {
 /// Reserves space for the after-record of a run of the project at `root` whose session file is
 /// `session_len` bytes now.
 ///
+/// Returns the reserve's modification time: a time of the project's file system's own clock,
+/// taken just before the run starts (the span of a bare run starts there, see
+/// `delta::unchanged_in_span`).
+///
 /// Errors: the space could not be reserved (the caller warns and the run goes on; a full disk
 /// may then cost the outcome, which is reported).
-pub fn reserve(root: &Path, run_id: &Uuid, session_len: u64) -> io::Result<()> {
+pub fn reserve(root: &Path, run_id: &Uuid, session_len: u64) -> io::Result<SystemTime> {
     let dir = run_dir(root, run_id);
     // Never create files through a link that leaves the project, nor into one planted there.
     let guard = guard(root)?;
@@ -115,7 +120,7 @@ pub fn reserve(root: &Path, run_id: &Uuid, session_len: u64) -> io::Result<()> {
             file.write_all(&chunk[..n])?;
             left -= n as u64;
         }
-        Ok(())
+        file.metadata()?.modified()
     })();
     if result.is_err() {
         let _ = guard.remove(&path, Named::ByUs);

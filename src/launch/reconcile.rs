@@ -80,7 +80,7 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
                 None => super::record::git_outcome_since(
                     repo.as_ref(),
                     r.head_before.as_deref(),
-                    r.started_at,
+                    record::files_since(r),
                     now,
                 ),
             };
@@ -114,6 +114,7 @@ pub fn project(project: &Project) -> Result<Vec<Abandoned>> {
             run.files_changed = outcome.files_changed.clone();
             crate::session::bound::bound_into(&mut run.files_changed, &mut run.extra);
             run.baseline = None;
+            run.extra.remove(record::FILES_SINCE_KEY);
             if let Some(at) = started
                 && !matches!(record::agent_started_at(run), Some(Some(_)))
             {

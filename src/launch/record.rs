@@ -4,7 +4,7 @@
 //! (docs/launcher.md).
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use chrono::Utc;
 use uuid::Uuid;
@@ -81,16 +81,18 @@ pub struct Started {
     /// 1-based position of the run in `runs`.
     pub number: usize,
     started: Instant,
-    /// When the run record says it started (before the program did).
-    started_at: chrono::DateTime<Utc>,
     repo: Option<Repo>,
     /// Git could not be read before the run: keep the recorded git state.
     git_unknown: bool,
     head_before: Option<String>,
     /// The changed files when the run started; `None` for a run that did not look at the work
     /// tree before its program started (no checkpoint, no export): its files come from the
-    /// one scan after it, by their modification times ([`delta::unchanged_in_span`]).
+    /// one scan after it, by their modification and change times
+    /// ([`delta::unchanged_in_span`]).
     baseline: Option<Vec<FileState>>,
+    /// Where the span of a run without a baseline starts: a time of the work tree's file
+    /// system's clock taken just before the program started ([`files_since`]).
+    files_since: SystemTime,
     /// What the export did, when it ran.
     pub export: Option<std::result::Result<export::Report, String>>,
     /// Other runs of this project whose launcher is alive or may be: `(number, agent, pid)`.
@@ -125,6 +127,22 @@ pub const SESSION_NOTE_KEY: &str = "agent_session_note";
 /// the record written before the start, set as soon as the agent's process exists. So a run
 /// whose launcher was lost says whether its agent ever ran (null: it did not).
 pub const AGENT_STARTED_KEY: &str = "agent_started_at";
+
+/// The key under which the running record of a run without a baseline keeps when its span
+/// starts (RFC 3339 UTC, nanoseconds): the modification time of the run's reserve, a time of the
+/// work tree's file system's own clock, so that the reconcile of a lost launcher judges the
+/// files by the same start as the launcher ([`files_since`]).
+pub const FILES_SINCE_KEY: &str = "files_since";
+
+/// Where the files of `run`, recorded without a baseline, are judged from: its
+/// [`FILES_SINCE_KEY`], or else when it started.
+pub fn files_since(run: &Run) -> SystemTime {
+    run.extra
+        .get(FILES_SINCE_KEY)
+        .and_then(|v| v.as_str())
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map_or(SystemTime::from(run.started_at), SystemTime::from)
+}
 
 /// When the run record says its agent was started: `Some(Some(time))` once started,
 /// `Some(None)` for a record that says it was not (yet), `None` for a record written before
@@ -266,11 +284,15 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     // Room for the after-record, should the agent fill the disk (see `outcome`); taken before
     // the record says `running`, so the agent starts as soon after that as it did without.
     let session_len = std::fs::metadata(project.session_path()).map_or(0, |m| m.len());
-    if let Err(e) = outcome::reserve(&project.root, &run_id, session_len) {
-        crate::term::warn(&format!(
-            "could not reserve disk space for this run's record ({e}); if the disk fills up, its outcome may not be saved"
-        ));
-    }
+    // A bare run's span starts at the reserve: written just now, on the work tree's file
+    // system, its time is of the same clock and granularity as the files the program writes.
+    let reserved = outcome::reserve(&project.root, &run_id, session_len)
+        .inspect_err(|e| {
+            crate::term::warn(&format!(
+                "could not reserve disk space for this run's record ({e}); if the disk fills up, its outcome may not be saved"
+            ));
+        })
+        .ok();
     let recorded = project.modify(|s| {
         let taken: Vec<String> = s
             .runs
@@ -306,17 +328,32 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
                 })
                 .map_err(|e| e.to_string())
         });
-        s.runs.push(Run {
+        let mut run = Run {
             checkpoint_before: checkpoint_before.flatten(),
             baseline: (!bare).then(|| baseline.clone()),
             ..running_record(plan, &nonce, now, head_before.clone())
-        });
+        };
+        if let Some(at) = reserved.filter(|_| bare) {
+            let at = chrono::DateTime::<Utc>::from(at)
+                .to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+            run.extra
+                .insert(FILES_SINCE_KEY.into(), serde_json::Value::String(at));
+        }
+        s.runs.push(run);
         s.updated_at = now;
         let run = s.runs.last().cloned();
         Ok((s.runs.len(), baseline, export, others, taken, s.id, run))
     });
     let (number, baseline, export, others, taken, session_id, run) =
         recorded.inspect_err(|_| outcome::clear(&project.root, &run_id))?;
+    // Without a reserve, the session file just saved gives the file system's time.
+    let files_since = reserved
+        .or_else(|| {
+            std::fs::metadata(project.session_path())
+                .and_then(|m| m.modified())
+                .ok()
+        })
+        .unwrap_or_else(|| SystemTime::from(now));
     if let Some(run) = run {
         let mut entry = registry::Entry::of(&run, &project.root, session_id);
         entry.args = Some(plan.user_args.clone());
@@ -343,11 +380,11 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         nonce,
         number,
         started: Instant::now(),
-        started_at: now,
         head_before,
         repo,
         git_unknown,
         baseline: (!bare).then_some(baseline),
+        files_since,
         export,
         others,
         taken,
@@ -406,21 +443,20 @@ pub fn git_outcome(
     delta::git_outcome_of(repo, live_tree(repo), head_before, baseline)
 }
 
-/// Compares the work tree now with a run's start known only by its time, `started_at`, and
-/// `head_before` (a run that did not scan the work tree before it): of the files that differ
-/// from HEAD now, those that did not change between `started_at` and `ended_at` are taken as
-/// the baseline ([`delta::unchanged_in_span`]). One scan of the work tree.
+/// Compares the work tree now with a run's start known only by its time, `since` (a time of
+/// the work tree's file system, [`files_since`]), and `head_before` (a run that did not scan
+/// the work tree before it): of the files that differ from HEAD now, those that did not change
+/// between `since` and `ended_at` are taken as the baseline ([`delta::unchanged_in_span`]).
+/// One scan of the work tree.
 pub fn git_outcome_since(
     repo: Option<&Repo>,
     head_before: Option<&str>,
-    started_at: chrono::DateTime<Utc>,
+    since: SystemTime,
     ended_at: chrono::DateTime<Utc>,
 ) -> GitOutcome {
     let tree = live_tree(repo);
     let baseline = match (repo, &tree) {
-        (Some(repo), Some(tree)) => {
-            delta::unchanged_in_span(repo, &tree.files, started_at, ended_at)
-        }
+        (Some(repo), Some(tree)) => delta::unchanged_in_span(repo, &tree.files, since, ended_at),
         _ => Vec::new(),
     };
     delta::git_outcome_of(repo, tree, head_before, &baseline)
@@ -558,7 +594,7 @@ pub fn finish(
         None => git_outcome_since(
             started.repo.as_ref(),
             started.head_before.as_deref(),
-            started.started_at,
+            started.files_since,
             ended_at,
         ),
     };
@@ -750,6 +786,7 @@ pub fn finish(
                 .insert(AGENT_STARTED_KEY.into(), started_value(at));
         }
         run.baseline = None;
+        run.extra.remove(FILES_SINCE_KEY);
         let run = run.clone();
         if let Some(edits) = own.as_deref().filter(|e| !e.is_empty()) {
             for (i, r) in s.runs.iter_mut().enumerate() {

@@ -491,7 +491,7 @@ fi"#,
 
 /// `run --no-checkpoint --no-export` looks at the work tree only after its program: the files
 /// it records are those that differ from HEAD and changed while the program ran (by their
-/// change times), plus what it committed — not the files that were dirty before and left alone.
+/// modification or change times), plus what it committed — not the files that were dirty before and left alone.
 #[test]
 fn a_bare_run_records_the_files_its_program_changed_and_not_those_dirty_before() {
     let sb = Sandbox::with_session();
@@ -562,4 +562,112 @@ git add committed.rs && git commit -q -m "Add committed.rs""#,
         "{}",
         stderr(&out)
     );
+}
+
+/// The paths and statuses a run record lists in `files_changed`.
+fn changed(run: &Value) -> Vec<(String, String)> {
+    run["files_changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap().into(), f["status"].to_string()))
+        .collect()
+}
+
+/// Renames (`mv`, `git mv`) keep a file's modification time and `chmod` does not touch it: a
+/// bare run sees them by their change times, and records what a run with a scan before it does.
+#[test]
+fn a_bare_run_records_renames_and_permission_changes_as_a_full_run_does() {
+    let record = |flags: &[&str]| {
+        let sb = Sandbox::with_session();
+        for f in ["b.txt", "d.txt", "s.sh"] {
+            sb.write(f, format!("{f}\n"));
+        }
+        sb.git(&["add", "b.txt", "d.txt", "s.sh"]);
+        sb.git(&["commit", "-q", "-m", "Files"]);
+        // Not a timing assertion: the files are clearly older than the run.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut args = vec!["run"];
+        args.extend(flags);
+        args.extend([
+            "--no-pty",
+            "--",
+            "sh",
+            "-c",
+            "mv b.txt c.txt && git mv d.txt e.txt && chmod +x s.sh",
+        ]);
+        let out = sb.run(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        changed(&last_run(&sb))
+    };
+    let full = record(&[]);
+    assert_eq!(full.len(), 4, "{full:?}");
+    assert_eq!(record(&["--no-checkpoint", "--no-export"]), full);
+}
+
+/// A directory deleted before a bare run is not the run's (its parent changed before the run);
+/// one the run deletes is, with every file in it.
+#[test]
+fn a_bare_run_judges_deleted_directories_by_the_nearest_directory_left() {
+    let sb = Sandbox::with_session();
+    for f in [
+        "old/a.txt",
+        "old/deep/b.txt",
+        "sub/gone/c.txt",
+        "sub/gone/deep/d.txt",
+    ] {
+        sb.write(f, "tracked\n");
+    }
+    sb.write("sub/kept.txt", "tracked\n");
+    sb.git(&["add", "old", "sub"]);
+    sb.git(&["commit", "-q", "-m", "Directories"]);
+    std::fs::remove_dir_all(sb.path("old")).unwrap();
+    // Not a timing assertion: the deletion is clearly older than the runs.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let bare = |script: &str| {
+        let out = sb.run(&[
+            "run",
+            "--no-checkpoint",
+            "--no-export",
+            "--no-pty",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        changed(&last_run(&sb))
+    };
+    assert_eq!(bare("true"), Vec::<(String, String)>::new());
+    let deleted = |p: &str| (p.to_string(), "\"Deleted\"".to_string());
+    assert_eq!(
+        bare("rm -rf sub/gone"),
+        vec![deleted("sub/gone/c.txt"), deleted("sub/gone/deep/d.txt")]
+    );
+}
+
+/// Bare runs started one right after the other each record only the file their own program
+/// wrote, not the ones written just before them.
+#[test]
+fn bare_runs_back_to_back_each_record_only_their_own_files() {
+    let sb = Sandbox::with_session();
+    for name in ["one", "two", "three"] {
+        let out = sb.run(&[
+            "run",
+            "--no-checkpoint",
+            "--no-export",
+            "--no-pty",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo {name} > {name}.txt"),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(
+            changed(&last_run(&sb)),
+            vec![(format!("{name}.txt"), "\"Untracked\"".to_string())]
+        );
+        // Where its span started is kept only while it runs.
+        assert!(last_run(&sb).get("files_since").is_none());
+    }
 }
