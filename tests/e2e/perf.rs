@@ -223,7 +223,8 @@ fn bare_run_makes_one_durable_write_before_and_one_after() {
         "true",
     ]);
     let trace = sb.path("strace.txt");
-    let mut cmd = Command::new("strace");
+    // The sandbox's environment, through a pas-agent command's.
+    let mut cmd = crate::launcher_support::isolated(&sb, "strace");
     cmd.args([
         "-f",
         "-qq",
@@ -241,15 +242,6 @@ fn bare_run_makes_one_durable_write_before_and_one_after() {
         "--",
         "true",
     ]);
-    // The sandbox's environment, through a pas-agent command's.
-    let template = sb.cmd();
-    for (k, v) in template.get_envs() {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
-    cmd.current_dir(&sb.work).stdin(std::process::Stdio::null());
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -906,7 +898,7 @@ fn status_directory_cache_matches_the_full_computation() {
 /// split where `program` is executed: (before, after).
 fn traced_run(sb: &Sandbox, args: &[&str], program: &std::path::Path) -> (String, String) {
     let trace = sb.tmp.path().join("run-strace.txt");
-    let mut cmd = Command::new("strace");
+    let mut cmd = crate::launcher_support::isolated(sb, "strace");
     cmd.args(["-f", "-qq", "-s", "256", "-o"])
         .arg(&trace)
         .arg(crate::common::bin())
@@ -914,14 +906,6 @@ fn traced_run(sb: &Sandbox, args: &[&str], program: &std::path::Path) -> (String
         .args(args)
         .args(["--no-pty", "--"])
         .arg(program);
-    let template = sb.cmd();
-    for (k, v) in template.get_envs() {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
-    cmd.current_dir(&sb.work).stdin(std::process::Stdio::null());
     let out = cmd.output().expect("strace is needed for this test");
     assert!(
         out.status.success(),

@@ -574,6 +574,23 @@ fn changed(run: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Runs `sh -c script` with `run --no-checkpoint --no-export --no-pty`, checks that it exited
+/// 0, and gives the files its record lists.
+fn bare(sb: &Sandbox, script: &str) -> Vec<(String, String)> {
+    let out = sb.run(&[
+        "run",
+        "--no-checkpoint",
+        "--no-export",
+        "--no-pty",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    changed(&last_run(sb))
+}
+
 /// Renames (`mv`, `git mv`) keep a file's modification time and `chmod` does not touch it: a
 /// bare run sees them by their change times, and records what a run with a scan before it does.
 #[test]
@@ -624,24 +641,10 @@ fn a_bare_run_judges_deleted_directories_by_the_nearest_directory_left() {
     std::fs::remove_dir_all(sb.path("old")).unwrap();
     // Not a timing assertion: the deletion is clearly older than the runs.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let bare = |script: &str| {
-        let out = sb.run(&[
-            "run",
-            "--no-checkpoint",
-            "--no-export",
-            "--no-pty",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        changed(&last_run(&sb))
-    };
-    assert_eq!(bare("true"), Vec::<(String, String)>::new());
+    assert_eq!(bare(&sb, "true"), Vec::<(String, String)>::new());
     let deleted = |p: &str| (p.to_string(), "\"Deleted\"".to_string());
     assert_eq!(
-        bare("rm -rf sub/gone"),
+        bare(&sb, "rm -rf sub/gone"),
         vec![deleted("sub/gone/c.txt"), deleted("sub/gone/deep/d.txt")]
     );
 }
@@ -652,19 +655,8 @@ fn a_bare_run_judges_deleted_directories_by_the_nearest_directory_left() {
 fn bare_runs_back_to_back_each_record_only_their_own_files() {
     let sb = Sandbox::with_session();
     for name in ["one", "two", "three"] {
-        let out = sb.run(&[
-            "run",
-            "--no-checkpoint",
-            "--no-export",
-            "--no-pty",
-            "--",
-            "sh",
-            "-c",
-            &format!("echo {name} > {name}.txt"),
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert_eq!(
-            changed(&last_run(&sb)),
+            bare(&sb, &format!("echo {name} > {name}.txt")),
             vec![(format!("{name}.txt"), "\"Untracked\"".to_string())]
         );
         // Where its span started is kept only while it runs.
