@@ -650,11 +650,16 @@ fn a_bare_run_judges_deleted_directories_by_the_nearest_directory_left() {
 }
 
 /// Bare runs started one right after the other each record only the file their own program
-/// wrote, not the ones written just before them.
+/// wrote, not the ones written just before them (a timestamp step of the file system apart:
+/// Linux stamps files from a clock that moves every few milliseconds, and a file stamped in
+/// the step the run started in is the run's).
 #[test]
 fn bare_runs_back_to_back_each_record_only_their_own_files() {
     let sb = Sandbox::with_session();
     for name in ["one", "two", "three"] {
+        // Not a timing assertion: one timestamp step (4 ms at Linux's usual 250 Hz) between
+        // the last run's file and this run's start.
+        std::thread::sleep(std::time::Duration::from_millis(20));
         assert_eq!(
             bare(&sb, &format!("echo {name} > {name}.txt")),
             vec![(format!("{name}.txt"), "\"Untracked\"".to_string())]
