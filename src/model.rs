@@ -138,6 +138,28 @@ pub enum ListKind {
 }
 
 impl ListKind {
+    /// Every list, in the order `status` shows them.
+    pub const IN_STATUS_ORDER: [ListKind; 6] = [
+        ListKind::Completed,
+        ListKind::Remaining,
+        ListKind::Blockers,
+        ListKind::Decisions,
+        ListKind::Constraints,
+        ListKind::Discoveries,
+    ];
+
+    /// The list's heading in text output ("Completed", "Remaining", …).
+    pub fn title(self) -> &'static str {
+        match self {
+            ListKind::Completed => "Completed",
+            ListKind::Remaining => "Remaining",
+            ListKind::Blockers => "Blockers",
+            ListKind::Decisions => "Decisions",
+            ListKind::Constraints => "Constraints",
+            ListKind::Discoveries => "Discoveries",
+        }
+    }
+
     /// The list's name as the user types it and as `session.json` spells it.
     pub fn name(self) -> &'static str {
         match self {

@@ -474,13 +474,13 @@ pub const PAGE_CHARS: usize = 10_000;
 pub const SHOWN_CHARS: usize = 2_000;
 
 /// The lists in the order pages fill up: what is left to do and what stops it first.
-const PAGE_ORDER: [(&str, ListKind); 6] = [
-    ("Remaining", ListKind::Remaining),
-    ("Blockers", ListKind::Blockers),
-    ("Decisions", ListKind::Decisions),
-    ("Constraints", ListKind::Constraints),
-    ("Discoveries", ListKind::Discoveries),
-    ("Completed", ListKind::Completed),
+const PAGE_ORDER: [ListKind; 6] = [
+    ListKind::Remaining,
+    ListKind::Blockers,
+    ListKind::Decisions,
+    ListKind::Constraints,
+    ListKind::Discoveries,
+    ListKind::Completed,
 ];
 
 /// `text` cut to [`SHOWN_CHARS`], with how many characters were left out; and whether it was
@@ -505,7 +505,7 @@ fn shown(text: &str) -> (String, bool) {
 fn pages(task: &TaskState) -> Vec<Vec<(ListKind, usize)>> {
     let mut pages = vec![Vec::new()];
     let mut used = 0;
-    for (_, kind) in PAGE_ORDER {
+    for kind in PAGE_ORDER {
         for (i, item) in task.list(kind).iter().enumerate() {
             let cost = item.chars().count().min(SHOWN_CHARS + 80) + 8;
             let page = pages.last_mut().expect("one page at least");
@@ -567,14 +567,8 @@ fn read(page: usize) -> Result<CallToolResult> {
         clean(&project.root.to_string_lossy())
     );
     task_head(&task, &mut text);
-    for (title, kind) in [
-        ("Completed", ListKind::Completed),
-        ("Remaining", ListKind::Remaining),
-        ("Blockers", ListKind::Blockers),
-        ("Decisions", ListKind::Decisions),
-        ("Constraints", ListKind::Constraints),
-        ("Discoveries", ListKind::Discoveries),
-    ] {
+    for kind in ListKind::IN_STATUS_ORDER {
+        let title = kind.title();
         let here = task.list(kind);
         if here.is_empty() {
             continue;
@@ -618,7 +612,7 @@ fn read(page: usize) -> Result<CallToolResult> {
     let mut left_out = Vec::new();
     if count > 1 {
         let on_page: usize = items.len();
-        let total: usize = PAGE_ORDER.iter().map(|(_, k)| full.list(*k).len()).sum();
+        let total: usize = PAGE_ORDER.iter().map(|k| full.list(*k).len()).sum();
         left_out.push(format!(
             "page {page} of {count}: {on_page} of the {total} list items are here, numbered as in the whole session; {}",
             if page < count {
@@ -661,7 +655,7 @@ fn read(page: usize) -> Result<CallToolResult> {
             "first_numbers": first,
             "totals": PAGE_ORDER
                 .iter()
-                .map(|(_, k)| (k.name().to_string(), json!(full.list(*k).len())))
+                .map(|k| (k.name().to_string(), json!(full.list(*k).len())))
                 .collect::<serde_json::Map<_, _>>(),
         });
         value["left_out"] = json!(note);

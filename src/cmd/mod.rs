@@ -191,14 +191,8 @@ fn git_line(git: &GitRef) -> String {
 /// The numbered lists of a task, in `status` order, as text.
 fn task_lists(task: &TaskState, out: &mut String) {
     use std::fmt::Write as _;
-    for (title, kind) in [
-        ("Completed", ListKind::Completed),
-        ("Remaining", ListKind::Remaining),
-        ("Blockers", ListKind::Blockers),
-        ("Decisions", ListKind::Decisions),
-        ("Constraints", ListKind::Constraints),
-        ("Discoveries", ListKind::Discoveries),
-    ] {
+    for kind in ListKind::IN_STATUS_ORDER {
+        let title = kind.title();
         let items = task.list(kind);
         if items.is_empty() {
             continue;

@@ -347,7 +347,32 @@ pub(crate) struct Reader<'a> {
     /// Where the next read starts.
     pub at: usize,
 }
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    /// Opens a cache file's bytes `data`: they start with `magic`, name this build's `format`
+    /// and the work tree `top`, and give a row count of at most `max`. The reader is left at
+    /// the first row; `None` for a file that is anything else.
+    pub(crate) fn open(
+        data: &'a [u8],
+        magic: &[u8],
+        format: &str,
+        top: &Path,
+        max: usize,
+    ) -> Option<(Self, usize)> {
+        let rest = data.strip_prefix(magic)?;
+        let mut r = Reader {
+            data,
+            at: data.len() - rest.len(),
+        };
+        let stored_format = r.bytes()?;
+        let stored_top = r.bytes()?;
+        if r.slice(stored_format) != format.as_bytes()
+            || r.slice(stored_top) != top.as_os_str().as_encoded_bytes()
+        {
+            return None;
+        }
+        let count = r.u32()?;
+        (count <= max).then_some((r, count))
+    }
     pub(crate) fn span(&mut self, n: usize) -> Option<Span> {
         let end = self
             .at
@@ -394,24 +419,7 @@ impl Reader<'_> {
 /// included). A path or fingerprint that is not UTF-8 is only checked when used
 /// ([`fingerprints`]): such a path matches no file, such an entry is not used.
 fn decode(data: &[u8], top: &Path) -> Option<Vec<Stored>> {
-    if !data.starts_with(MAGIC) {
-        return None;
-    }
-    let mut r = Reader {
-        data,
-        at: MAGIC.len(),
-    };
-    let format = r.bytes()?;
-    let stored_top = r.bytes()?;
-    if r.slice(format) != FORMAT.as_bytes()
-        || r.slice(stored_top) != top.as_os_str().as_encoded_bytes()
-    {
-        return None;
-    }
-    let count = r.u32()?;
-    if count > MAX_ENTRIES {
-        return None;
-    }
+    let (mut r, count) = Reader::open(data, MAGIC, FORMAT, top, MAX_ENTRIES)?;
     let mut rows: Vec<Stored> = Vec::with_capacity(count);
     for _ in 0..count {
         let path = r.bytes()?;

@@ -355,22 +355,7 @@ fn count_names(names: &[u8]) -> Option<u32> {
 /// The rows of a cache file written by [`encode`] for `top` by this build, as spans of `data`;
 /// `None` for anything else.
 fn decode(data: &[u8], top: &Path) -> Option<Vec<Stored>> {
-    let rest = data.strip_prefix(MAGIC)?;
-    let mut r = Reader {
-        data,
-        at: data.len() - rest.len(),
-    };
-    let format = r.bytes()?;
-    let stored_top = r.bytes()?;
-    if &data[format.0..format.1] != FORMAT.as_bytes()
-        || &data[stored_top.0..stored_top.1] != top.as_os_str().as_encoded_bytes()
-    {
-        return None;
-    }
-    let count = r.u32()?;
-    if count > MAX_ROWS {
-        return None;
-    }
+    let (mut r, count) = Reader::open(data, MAGIC, FORMAT, top, MAX_ROWS)?;
     let mut rows: Vec<Stored> = Vec::with_capacity(count);
     for _ in 0..count {
         let path = r.bytes()?;
