@@ -22,12 +22,7 @@ read -r -a counts <<<"${counts[*]}"
 rounds=${ROUNDS:-25}
 . bench/lib.sh
 start_bench
-export LC_ALL=C PAS_AGENT_NOTICE=0 XDG_RUNTIME_DIR="$work/run"
-mkdir -p "$XDG_RUNTIME_DIR"
-export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
-# No automatic gc: a detached one repacking the template while it is copied breaks the copy.
-export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=gc.auto GIT_CONFIG_VALUE_0=0
-make_repo "$work/template" 10000
+template_repo
 
 builds=("after=$bin")
 if [[ -n ${BEFORE:-} ]]; then builds=("before=$BEFORE" "${builds[@]}"); fi

@@ -36,3 +36,14 @@ make_repo() {
     git status >/dev/null
   )
 }
+
+# template_repo: the environment of the session benchmarks (bench/history.sh, bench/runs.sh)
+# and the repository of bench/status.sh in "$work/template", to be copied once per session.
+template_repo() {
+  export LC_ALL=C PAS_AGENT_NOTICE=0 XDG_RUNTIME_DIR="$work/run"
+  mkdir -p "$XDG_RUNTIME_DIR"
+  export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
+  # No automatic gc: a detached one repacking the template while it is copied breaks the copy.
+  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=gc.auto GIT_CONFIG_VALUE_0=0
+  make_repo "$work/template" 10000
+}

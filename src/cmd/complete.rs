@@ -306,18 +306,11 @@ fn item_candidates(kind: Option<ListKind>) -> Vec<CompletionCandidate> {
     };
     let items = match kind {
         Some(kind) => session.task.list(kind).clone(),
-        None => [
-            ListKind::Completed,
-            ListKind::Remaining,
-            ListKind::Blockers,
-            ListKind::Decisions,
-            ListKind::Constraints,
-            ListKind::Discoveries,
-        ]
-        .into_iter()
-        .map(|k| session.task.list(k).clone())
-        .max_by_key(|l| l.len())
-        .unwrap_or_default(),
+        None => ListKind::IN_STATUS_ORDER
+            .into_iter()
+            .map(|k| session.task.list(k).clone())
+            .max_by_key(|l| l.len())
+            .unwrap_or_default(),
     };
     items
         .iter()

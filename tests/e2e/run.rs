@@ -526,15 +526,7 @@ echo "committed" > committed.rs
 git add committed.rs && git commit -q -m "Add committed.rs""#,
     );
     let head_before = sb.git(&["rev-parse", "HEAD"]);
-    let out = sb.run(&[
-        "run",
-        "--no-checkpoint",
-        "--no-export",
-        "--no-pty",
-        "--",
-        script.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = bare_run(&sb, script.to_str().unwrap());
     let run = last_run(&sb);
     assert_eq!(run["state"], "finished");
     assert_eq!(run["head_before"], head_before.as_str());
@@ -574,9 +566,9 @@ fn changed(run: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Runs `sh -c script` with `run --no-checkpoint --no-export --no-pty`, checks that it exited
-/// 0, and gives the files its record lists.
-fn bare(sb: &Sandbox, script: &str) -> Vec<(String, String)> {
+/// Runs `sh -c script` with `run --no-checkpoint --no-export --no-pty` and checks that it
+/// exited 0.
+fn bare_run(sb: &Sandbox, script: &str) -> std::process::Output {
     let out = sb.run(&[
         "run",
         "--no-checkpoint",
@@ -588,6 +580,12 @@ fn bare(sb: &Sandbox, script: &str) -> Vec<(String, String)> {
         script,
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out
+}
+
+/// [`bare_run`], then the files its record lists.
+fn bare(sb: &Sandbox, script: &str) -> Vec<(String, String)> {
+    bare_run(sb, script);
     changed(&last_run(sb))
 }
 
