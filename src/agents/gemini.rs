@@ -801,7 +801,7 @@ mod tests {
     }
 
     fn ids(mut found: Vec<Candidate>) -> Vec<String> {
-        found.sort_by_key(|c| std::cmp::Reverse(c.at));
+        Candidate::newest_first(&mut found);
         found.into_iter().map(|c| c.id).collect()
     }
 

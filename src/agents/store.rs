@@ -90,7 +90,7 @@ pub trait Store: Sync {
             program,
         };
         let mut found = self.sessions(&query);
-        found.sort_by_key(|c| std::cmp::Reverse(c.at));
+        Candidate::newest_first(&mut found);
         let mut out: Vec<Conversation> = Vec::new();
         for c in found {
             if out.iter().any(|o| o.id == c.id) {
@@ -132,6 +132,15 @@ pub struct Conversation {
     pub cwd: PathBuf,
     /// The file it is kept in, when it is one file.
     pub file: Option<PathBuf>,
+}
+
+impl Candidate {
+    /// Sorts `found` newest first by [`Candidate::at`], keeping the order of equal times. One
+    /// function rather than a closure in each caller: a stable sort is compiled once per
+    /// element type and comparator, and this one is used by every store.
+    pub fn newest_first(found: &mut [Candidate]) {
+        found.sort_by_key(|c| std::cmp::Reverse(c.at));
+    }
 }
 
 impl std::fmt::Debug for dyn Store {

@@ -222,7 +222,7 @@ pub(crate) fn parse_porcelain_v2(out: &[u8]) -> (Head, Vec<(String, Entry)>) {
             ));
         }
     }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Entry::sort_rows(&mut files);
     (head, files)
 }
 
@@ -313,7 +313,7 @@ pub(crate) fn parse_name_status(out: &[u8]) -> Vec<TreeChange> {
             });
         }
     }
-    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    TreeChange::sort_by_path(&mut changes);
     changes
 }
 

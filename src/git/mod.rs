@@ -81,6 +81,14 @@ pub struct TreeChange {
     pub status: FileStatus,
 }
 
+impl TreeChange {
+    /// Sorts `changes` by path, keeping the order of equal paths (one comparator for both
+    /// readers: a stable sort is compiled once per element type and comparator).
+    pub(crate) fn sort_by_path(changes: &mut [TreeChange]) {
+        changes.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+}
+
 /// A git work tree containing the session root.
 #[derive(Debug)]
 pub struct Repo {
@@ -778,6 +786,12 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// Sorts status rows by path, keeping the order of equal paths (one comparator for both
+    /// readers, as [`TreeChange::sort_by_path`]).
+    pub fn sort_rows(rows: &mut [(String, Entry)]) {
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+
     /// Adds what another record says about the same path.
     pub fn merge(&mut self, other: Entry) {
         self.x = other.x.or(self.x);

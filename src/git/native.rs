@@ -423,7 +423,7 @@ impl Native {
                 ));
             }
         }
-        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        super::Entry::sort_rows(&mut rows);
         // One entry per path (a path both changed and untracked cannot happen, but would keep
         // both marks, as the map's entries did).
         let mut unique: Vec<(String, super::Entry)> = Vec::with_capacity(rows.len());
@@ -537,7 +537,7 @@ impl Native {
                 status,
             });
         }
-        out.sort_by(|a, b| a.path.cmp(&b.path));
+        TreeChange::sort_by_path(&mut out);
         Ok(out)
     }
 

@@ -427,7 +427,7 @@ fn note_written(repo: &Repo, path: &Path, created: bool, baseline: &mut Vec<File
             f.fingerprint = fp.content;
             f.fingerprint_outside_block = fp.outside_block;
             baseline.push(f);
-            baseline.sort_by(|a, b| a.path.cmp(&b.path));
+            FileState::sort_by_path(baseline);
         }
     }
 }

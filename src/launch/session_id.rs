@@ -136,7 +136,7 @@ fn settle(run: &RunFacts<'_>, mut all: Vec<Candidate>) -> Found {
     if let [one] = sure.as_slice() {
         return Found::sure(one.id.clone());
     }
-    all.sort_by_key(|c| std::cmp::Reverse(c.at));
+    Candidate::newest_first(&mut all);
     let mut guesses: Vec<String> = Vec::new();
     for c in all {
         if !guesses.contains(&c.id) {

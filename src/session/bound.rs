@@ -153,7 +153,7 @@ fn collapse(files: &[FileState]) -> Vec<FileState> {
         entry.extra.insert(FILES_KEY.into(), count.into());
         out.push(entry);
     }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
+    FileState::sort_by_path(&mut out);
     out
 }
 

@@ -1,4 +1,4 @@
-//! The session lock: an exclusive OS lock (fs4: `flock` on Unix, `LockFileEx` on Windows) on
+//! The session lock: an exclusive OS lock (std's `File::try_lock`: `flock` on Unix, `LockFileEx` on Windows) on
 //! `.pas-agent/session.lock`, a file that is never renamed, so every writer locks the same
 //! inode (as coreos/bootupd#1149, "use stable inode for write lock", explains). The lock belongs to the open handle: process exit or a
 //! crash releases it, and the empty file left behind is harmless.
@@ -135,10 +135,9 @@ fn lock_file(guard: &WriteGuard, path: &Path, limit: Duration) -> Result<LockGua
     let mut pause = Duration::from_millis(2);
     let mut held = true;
     loop {
-        // Fully qualified: std's inherent `File::try_lock` would otherwise win resolution.
-        match fs4::FileExt::try_lock(&file) {
+        match file.try_lock() {
             Ok(()) => break,
-            Err(fs4::TryLockError::WouldBlock) => {
+            Err(std::fs::TryLockError::WouldBlock) => {
                 let waited = start.elapsed();
                 if waited >= limit {
                     return Err(Error::Locked {
@@ -150,7 +149,7 @@ fn lock_file(guard: &WriteGuard, path: &Path, limit: Duration) -> Result<LockGua
                 std::thread::sleep(pause.min(limit.saturating_sub(waited)));
                 pause = (pause * 2).min(Duration::from_millis(50));
             }
-            Err(fs4::TryLockError::Error(e)) if lock_unsupported(&e) => {
+            Err(std::fs::TryLockError::Error(e)) if lock_unsupported(&e) => {
                 crate::term::warn(&format!(
                     "{}: this file system cannot lock files ({e}); continuing without the lock, so two pas-agent commands writing at the same moment could lose one change",
                     path.display()
@@ -158,7 +157,7 @@ fn lock_file(guard: &WriteGuard, path: &Path, limit: Duration) -> Result<LockGua
                 held = false;
                 break;
             }
-            Err(fs4::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
         }
     }
     // For diagnostics only: who holds the lock. Mutual exclusion comes from the OS lock. Only

@@ -179,12 +179,12 @@ fn lock_held(path: &Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else {
         return false;
     };
-    match fs4::FileExt::try_lock(&file) {
+    match file.try_lock() {
         Ok(()) => {
-            let _ = fs4::FileExt::unlock(&file);
+            let _ = file.unlock();
             false
         }
-        Err(fs4::TryLockError::WouldBlock) => true,
+        Err(std::fs::TryLockError::WouldBlock) => true,
         Err(_) => false,
     }
 }
