@@ -89,23 +89,10 @@ pub trait Store: Sync {
             to: Utc::now(),
             program,
         };
-        let mut found = self.sessions(&query);
-        Candidate::newest_first(&mut found);
-        let mut out: Vec<Conversation> = Vec::new();
-        for c in found {
-            if out.iter().any(|o| o.id == c.id) {
-                continue;
-            }
-            let t = self.transcript(&c.id, dir, DateTime::<Utc>::UNIX_EPOCH, c.file.as_deref());
-            out.push(Conversation {
-                updated: c.file.as_deref().and_then(modified).unwrap_or(c.at),
-                first_prompt: t.prompts.into_iter().next(),
-                cwd: dir.to_path_buf(),
-                file: c.file,
-                id: c.id,
-            });
-        }
-        out
+        let found = self.sessions(&query);
+        conversations_of(found, dir, &|id, file| {
+            self.transcript(id, dir, DateTime::<Utc>::UNIX_EPOCH, file)
+        })
     }
 
     /// The file session `id` (run in `cwd`) is kept in, when the store keeps one file per
@@ -232,6 +219,32 @@ impl Home {
             None => Some(home()?.join(self.dir)),
         }
     }
+}
+
+/// [`Store::conversations`]'s default after the store's sessions are found: newest first, each
+/// id once, with its first prompt from `transcript(id, file)`. Not generic, so it is compiled
+/// once rather than once per store.
+fn conversations_of(
+    mut found: Vec<Candidate>,
+    dir: &Path,
+    transcript: &dyn Fn(&str, Option<&Path>) -> Transcript,
+) -> Vec<Conversation> {
+    Candidate::newest_first(&mut found);
+    let mut out: Vec<Conversation> = Vec::new();
+    for c in found {
+        if out.iter().any(|o| o.id == c.id) {
+            continue;
+        }
+        let t = transcript(&c.id, c.file.as_deref());
+        out.push(Conversation {
+            updated: c.file.as_deref().and_then(modified).unwrap_or(c.at),
+            first_prompt: t.prompts.into_iter().next(),
+            cwd: dir.to_path_buf(),
+            file: c.file,
+            id: c.id,
+        });
+    }
+    out
 }
 
 /// A non-empty environment variable as a path.

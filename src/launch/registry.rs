@@ -456,10 +456,22 @@ impl Registry {
         durable: bool,
         change: impl FnOnce(&mut Vec<Entry>) -> std::result::Result<T, E>,
     ) -> Result<std::result::Result<T, E>> {
+        let (_guard, mut file) = self.lock_and_read()?;
+        let out = match change(&mut file.runs) {
+            Ok(out) => out,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        self.write(durable, &mut file)?;
+        Ok(Ok(out))
+    }
+
+    /// [`Registry::apply`]'s first half, not generic so that it is compiled once: takes the
+    /// registry lock and reads the file (a damaged one is moved aside and a new one started).
+    fn lock_and_read(&self) -> Result<(lock::LockGuard, RegistryFile)> {
         create_private_dir(&self.dir)?;
-        let _guard = lock::acquire_file(&self.dir.join(LOCK))?;
+        let guard = lock::acquire_file(&self.dir.join(LOCK))?;
         let path = self.file();
-        let mut file = match self.read() {
+        let file = match self.read() {
             Ok(f) => f,
             Err(Error::Damaged { problem, .. }) => {
                 let aside = self.dir.join(format!("{FILE}.damaged"));
@@ -473,10 +485,13 @@ impl Registry {
             }
             Err(e) => return Err(e),
         };
-        let out = match change(&mut file.runs) {
-            Ok(out) => out,
-            Err(refused) => return Ok(Err(refused)),
-        };
+        Ok((guard, file))
+    }
+
+    /// [`Registry::apply`]'s second half, under the lock: writes `file` atomically (durably or
+    /// not, see [`Registry::modify`]).
+    fn write(&self, durable: bool, file: &mut RegistryFile) -> Result<()> {
+        let path = self.file();
         file.schema_version = 1;
         let mut bytes = serde_json::to_vec_pretty(&file)
             .map_err(|e| Error::Message(format!("cannot encode the run registry: {e}")))?;
@@ -495,7 +510,7 @@ impl Registry {
             guard.write_volatile(&path, &bytes, Named::ByUs, Links::Replace)
         };
         written.map_err(|e| Error::write(&path, e))?;
-        Ok(Ok(out))
+        Ok(())
     }
 
     /// Adds (or replaces) the entry for a run.

@@ -192,6 +192,18 @@ impl Project {
         limit: std::time::Duration,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
+        let (_guard, mut session, ends) = self.lock_and_load_within(limit)?;
+        let out = change(&mut session)?;
+        self.save_changed(&mut session, ends)?;
+        Ok(out)
+    }
+
+    /// [`Project::modify_within`]'s first half, not generic so that it is compiled once: the
+    /// lock, then the session as it is under it.
+    fn lock_and_load_within(
+        &self,
+        limit: std::time::Duration,
+    ) -> Result<(LockGuard, Session, LineEnds)> {
         // Taking the lock creates the state directory: a session deleted meanwhile (say
         // `rm -rf .pas-agent` during a run) must not come back as a directory holding only a
         // lock and a .gitignore.
@@ -200,12 +212,16 @@ impl Project {
                 start: self.root.clone(),
             });
         }
-        let _guard = lock::acquire_within(&self.state_dir(), limit)?;
-        let (mut session, ends) = self.load_for_change()?;
-        let out = change(&mut session)?;
-        super::history::move_out(self, &mut session)?;
-        self.save(&session, ends)?;
-        Ok(out)
+        let guard = lock::acquire_within(&self.state_dir(), limit)?;
+        let (session, ends) = self.load_for_change()?;
+        Ok((guard, session, ends))
+    }
+
+    /// [`Project::modify_within`]'s second half, under the lock: old runs moved out to the
+    /// history, then the session saved.
+    fn save_changed(&self, session: &mut Session, ends: LineEnds) -> Result<()> {
+        super::history::move_out(self, session)?;
+        self.save(session, ends)
     }
 
     /// Writes a new session, failing if one appeared meanwhile (checked under the lock, so of
