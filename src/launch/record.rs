@@ -101,6 +101,9 @@ pub struct Started {
     pub taken: Vec<String>,
     /// When the agent was started, once it was (set by the launcher).
     pub agent_started_at: Option<chrono::DateTime<Utc>>,
+    /// Whether the run's reserve was made (`outcome::reserve`): then the note that the agent
+    /// started goes there or nowhere.
+    has_reserve: bool,
 }
 
 /// How long the after-record waits for the session lock at least.
@@ -161,16 +164,21 @@ pub fn agent_started_at(run: &Run) -> Option<Option<chrono::DateTime<Utc>>> {
 /// What notes that the agent of `started` was started: call it with the moment of the start.
 /// The note goes into the run's reserve ([`outcome::mark_started`]: no lock, no `fsync`),
 /// which the after-record, or the reconcile of a launcher that was lost, turns into
-/// [`AGENT_STARTED_KEY`]. Without a reserve, a thread writes the key into the running record
-/// (a record no longer running is left alone; a failure is a warning).
+/// [`AGENT_STARTED_KEY`]. Only for a run that has no reserve (it could not be made), a thread
+/// writes the key into the running record (a record no longer running is left alone; a
+/// failure is a warning).
 pub fn agent_started(
     project: &Project,
     started: &Started,
 ) -> impl FnOnce(chrono::DateTime<Utc>) + Send + 'static {
     let project = project.clone();
     let (run_id, nonce) = (started.run_id, started.nonce.clone());
+    let has_reserve = started.has_reserve;
     move |at| {
-        if outcome::mark_started(&project.root, &run_id, at).is_ok() {
+        // A reserve that is gone now was removed with the session (`rm -rf .pas-agent` by the
+        // agent): the note is dropped, and nothing takes the lock that would make the state
+        // directory again.
+        if outcome::mark_started(&project.root, &run_id, at).is_ok() || has_reserve {
             return;
         }
         let write = move || {
@@ -398,6 +406,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         others,
         taken,
         agent_started_at: None,
+        has_reserve: reserved.is_some(),
     })
 }
 

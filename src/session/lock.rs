@@ -67,14 +67,36 @@ pub fn acquire(state_dir: &Path) -> Result<LockGuard> {
 
 /// [`acquire`] with a given timeout instead of [`timeout`].
 pub fn acquire_within(state_dir: &Path, limit: Duration) -> Result<LockGuard> {
+    acquire_in(state_dir, limit, true)
+}
+
+/// [`acquire_within`] for a session that exists: a state directory that is gone (deleted
+/// meanwhile, `rm -rf .pas-agent`) is not made again, so that no writer brings back a session
+/// its user removed.
+///
+/// Errors: as [`acquire`]; [`Error::Io`] (not found) when the state directory is gone.
+pub fn acquire_existing(state_dir: &Path, limit: Duration) -> Result<LockGuard> {
+    acquire_in(state_dir, limit, false)
+}
+
+fn acquire_in(state_dir: &Path, limit: Duration, create: bool) -> Result<LockGuard> {
     let root = match state_dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     let guard = WriteGuard::new(root).map_err(|e| Error::io(root, e))?;
-    let real = guard
-        .create_dir_all(state_dir, Named::ByUs, 0o777)
-        .map_err(|e| Error::write(state_dir, e))?;
+    let real = if create {
+        guard.create_dir_all(state_dir, Named::ByUs, 0o777)
+    } else {
+        guard.check(state_dir, Named::ByUs)
+    }
+    .map_err(|e| Error::write(state_dir, e))?;
+    if !create && !real.is_dir() {
+        return Err(Error::io(
+            state_dir,
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        ));
+    }
     ensure_gitignore_in(&guard, state_dir)?;
     let lock = lock_file(&guard, &state_dir.join(LOCK_FILE), limit)?;
     if lock.held {
@@ -259,6 +281,20 @@ fn ensure_gitignore_in(guard: &WriteGuard, state_dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_of_an_existing_session_never_makes_its_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let state = root.path().join(".pas-agent");
+        let err = acquire_existing(&state, Duration::from_millis(50)).unwrap_err();
+        assert!(err.to_string().contains(".pas-agent"), "{err}");
+        assert!(!state.exists());
+        // `init`'s lock makes it; then the lock of an existing session is taken there.
+        drop(acquire_within(&state, Duration::from_millis(50)).unwrap());
+        assert!(state.join(".gitignore").is_file());
+        let held = acquire_existing(&state, Duration::from_millis(50)).unwrap();
+        assert!(held.held);
+    }
 
     #[cfg(unix)]
     #[test]

@@ -196,9 +196,10 @@ impl Project {
         })
     }
 
-    /// Takes the session lock until the guard is dropped.
+    /// Takes the session lock until the guard is dropped, in a state directory that exists
+    /// ([`lock::acquire_existing`]: a session deleted meanwhile is not made again).
     pub fn lock(&self) -> Result<LockGuard> {
-        lock::acquire(&self.state_dir())
+        lock::acquire_existing(&self.state_dir(), lock::timeout())
     }
 
     /// Locks, loads, applies `change`, saves and unlocks. When `change` fails nothing is saved.
@@ -234,15 +235,15 @@ impl Project {
         how: Save,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
-        // Taking the lock creates the state directory: a session deleted meanwhile (say
-        // `rm -rf .pas-agent` during a run) must not come back as a directory holding only a
-        // lock and a .gitignore.
+        // A session deleted meanwhile (say `rm -rf .pas-agent` during a run) must not come
+        // back as a directory holding only a lock and a .gitignore: the lock is taken only in a
+        // state directory that exists (also when it goes between this check and the lock).
         if std::fs::symlink_metadata(self.state_dir()).is_err() {
             return Err(Error::NoSession {
                 start: self.root.clone(),
             });
         }
-        let _guard = lock::acquire_within(&self.state_dir(), limit)?;
+        let _guard = lock::acquire_existing(&self.state_dir(), limit)?;
         let (mut session, ends) = self.load_for_change()?;
         let out = change(&mut session)?;
         super::history::move_out(self, &mut session)?;
@@ -253,7 +254,7 @@ impl Project {
     /// Writes a new session, failing if one appeared meanwhile (checked under the lock, so of
     /// several concurrent `init`s exactly one succeeds).
     pub fn create(&self, session: &Session) -> Result<()> {
-        let _guard = self.lock()?;
+        let _guard = lock::acquire(&self.state_dir())?;
         if let Some(problem) = self.not_a_session_file() {
             return Err(Error::Damaged {
                 path: self.session_path(),
@@ -294,7 +295,7 @@ impl Project {
     /// replaced then).
     pub fn restore(&self, bytes: &[u8], from: &Path, aside: &Path) -> Result<Session> {
         let session = parse(from, bytes)?;
-        let _guard = self.lock()?;
+        let _guard = lock::acquire(&self.state_dir())?;
         let path = self.session_path();
         if let Some(problem) = self.not_a_session_file() {
             return Err(Error::Damaged { path, problem });
