@@ -342,7 +342,7 @@ fn refresh(
     agent: &'static crate::agents::Agent,
     stale: &[PathBuf],
 ) -> Result<crate::session::Session, String> {
-    let _guard = crate::session::lock::acquire_within(&project.state_dir(), REFRESH_LOCK_WAIT)
+    let _guard = crate::session::lock::acquire_existing(&project.state_dir(), REFRESH_LOCK_WAIT)
         .map_err(|e| e.to_string())?;
     let session = project.load().map_err(|e| e.to_string())?;
     crate::export::refresh_blocks(&session, agent, &project.root, stale)?;

@@ -419,9 +419,11 @@ pub fn complete(project: &Project, turn: Turn) -> Result<usize, String> {
 fn refresh_blocks(project: &Project, agent: &'static Agent) -> Result<(), String> {
     // Best effort: the run is recorded already, and the next start hook refreshes a block
     // still out of date; no longer than any command waits for the lock.
-    let _guard =
-        crate::session::lock::acquire_within(&project.state_dir(), crate::session::lock::timeout())
-            .map_err(|e| e.to_string())?;
+    let _guard = crate::session::lock::acquire_existing(
+        &project.state_dir(),
+        crate::session::lock::timeout(),
+    )
+    .map_err(|e| e.to_string())?;
     let session = project.load().map_err(|e| e.to_string())?;
     let held = crate::export::delivery::held(agent, &project.root, &session);
     if held.stale.is_empty() {

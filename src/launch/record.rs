@@ -101,6 +101,9 @@ pub struct Started {
     pub taken: Vec<String>,
     /// When the agent was started, once it was (set by the launcher).
     pub agent_started_at: Option<chrono::DateTime<Utc>>,
+    /// Whether the run's reserve was made (`outcome::reserve`): then the note that the agent
+    /// started goes there or nowhere.
+    has_reserve: bool,
 }
 
 /// How long the after-record waits for the session lock at least.
@@ -161,16 +164,21 @@ pub fn agent_started_at(run: &Run) -> Option<Option<chrono::DateTime<Utc>>> {
 /// What notes that the agent of `started` was started: call it with the moment of the start.
 /// The note goes into the run's reserve ([`outcome::mark_started`]: no lock, no `fsync`),
 /// which the after-record, or the reconcile of a launcher that was lost, turns into
-/// [`AGENT_STARTED_KEY`]. Without a reserve, a thread writes the key into the running record
-/// (a record no longer running is left alone; a failure is a warning).
+/// [`AGENT_STARTED_KEY`]. Only for a run that has no reserve (it could not be made), a thread
+/// writes the key into the running record (a record no longer running is left alone; a
+/// failure is a warning).
 pub fn agent_started(
     project: &Project,
     started: &Started,
 ) -> impl FnOnce(chrono::DateTime<Utc>) + Send + 'static {
     let project = project.clone();
     let (run_id, nonce) = (started.run_id, started.nonce.clone());
+    let has_reserve = started.has_reserve;
     move |at| {
-        if outcome::mark_started(&project.root, &run_id, at).is_ok() {
+        // A reserve that is gone now was removed with the session (`rm -rf .pas-agent` by the
+        // agent): the note is dropped, and nothing takes the lock that would make the state
+        // directory again.
+        if outcome::mark_started(&project.root, &run_id, at).is_ok() || has_reserve {
             return;
         }
         let write = move || {
@@ -293,7 +301,11 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
             ));
         })
         .ok();
-    let recorded = project.modify(|s| {
+    // The record of a run without a checkpoint holds nothing saved nowhere else before its
+    // after-record, so it is saved provisionally ([`crate::session::store::Save`]): a power
+    // cut during the run may take it (the session is then as it was before the run), and the
+    // readers' summary waits for the after-record. A checkpoint is saved durably.
+    let change = |s: &mut Session| {
         let taken: Vec<String> = s
             .runs
             .iter()
@@ -343,7 +355,12 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         s.updated_at = now;
         let run = s.runs.last().cloned();
         Ok((s.runs.len(), baseline, export, others, taken, s.id, run))
-    });
+    };
+    let recorded = if plan.checkpoint {
+        project.modify(change)
+    } else {
+        project.modify_provisional(change)
+    };
     let (number, baseline, export, others, taken, session_id, run) =
         recorded.inspect_err(|_| outcome::clear(&project.root, &run_id))?;
     // Without a reserve, the session file just saved gives the file system's time.
@@ -389,6 +406,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         others,
         taken,
         agent_started_at: None,
+        has_reserve: reserved.is_some(),
     })
 }
 

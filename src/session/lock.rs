@@ -67,14 +67,36 @@ pub fn acquire(state_dir: &Path) -> Result<LockGuard> {
 
 /// [`acquire`] with a given timeout instead of [`timeout`].
 pub fn acquire_within(state_dir: &Path, limit: Duration) -> Result<LockGuard> {
+    acquire_in(state_dir, limit, true)
+}
+
+/// [`acquire_within`] for a session that exists: a state directory that is gone (deleted
+/// meanwhile, `rm -rf .pas-agent`) is not made again, so that no writer brings back a session
+/// its user removed.
+///
+/// Errors: as [`acquire`]; [`Error::Io`] (not found) when the state directory is gone.
+pub fn acquire_existing(state_dir: &Path, limit: Duration) -> Result<LockGuard> {
+    acquire_in(state_dir, limit, false)
+}
+
+fn acquire_in(state_dir: &Path, limit: Duration, create: bool) -> Result<LockGuard> {
     let root = match state_dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     let guard = WriteGuard::new(root).map_err(|e| Error::io(root, e))?;
-    let real = guard
-        .create_dir_all(state_dir, Named::ByUs, 0o777)
-        .map_err(|e| Error::write(state_dir, e))?;
+    let real = if create {
+        guard.create_dir_all(state_dir, Named::ByUs, 0o777)
+    } else {
+        guard.check(state_dir, Named::ByUs)
+    }
+    .map_err(|e| Error::write(state_dir, e))?;
+    if !create && !real.is_dir() {
+        return Err(Error::io(
+            state_dir,
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        ));
+    }
     ensure_gitignore_in(&guard, state_dir)?;
     let lock = lock_file(&guard, &state_dir.join(LOCK_FILE), limit)?;
     if lock.held {
@@ -163,36 +185,42 @@ fn lock_file(guard: &WriteGuard, path: &Path, limit: Duration) -> Result<LockGua
     // For diagnostics only: who holds the lock. Mutual exclusion comes from the OS lock. Only
     // a file that holds nothing but a pid, with no other hard link, is rewritten: a committed
     // or linked file with other contents is never truncated.
-    if is_ours(&mut file) {
-        let _ = file.set_len(0);
+    // The pid is written padded to a fixed width, over what was there: truncating the file
+    // first is a change of its size, which costs a journal update on every lock taken.
+    if let Some(len) = ours(&mut file) {
+        let line = format!("{:<PID_WIDTH$}\n", std::process::id());
+        if len > line.len() as u64 {
+            let _ = file.set_len(0);
+        }
         let _ = file.rewind();
-        let _ = writeln!(file, "{}", std::process::id());
+        let _ = file.write_all(line.as_bytes());
     }
     Ok(LockGuard { _file: file, held })
 }
 
-/// Whether the open lock file is one pas-agent wrote: one link, empty or a pid line.
-fn is_ours(file: &mut File) -> bool {
-    let Ok(meta) = file.metadata() else {
-        return false;
-    };
+/// The width the pid in a lock file is padded to with spaces (a pid is at most 7 digits on
+/// Linux, 10 anywhere): every pas-agent writes the same length, so none has to truncate.
+const PID_WIDTH: usize = 10;
+
+/// The length of the open lock file when it is one pas-agent wrote: one link, empty or a pid
+/// line.
+fn ours(file: &mut File) -> Option<u64> {
+    let meta = file.metadata().ok()?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
         if meta.nlink() != 1 {
-            return false;
+            return None;
         }
     }
     if meta.len() > 32 {
-        return false;
+        return None;
     }
     let mut text = String::new();
     let _ = file.rewind();
-    if file.take(32).read_to_string(&mut text).is_err() {
-        return false;
-    }
+    file.take(32).read_to_string(&mut text).ok()?;
     let t = text.trim();
-    t.is_empty() || t.bytes().all(|b| b.is_ascii_digit())
+    (t.is_empty() || t.bytes().all(|b| b.is_ascii_digit())).then_some(meta.len())
 }
 
 fn holder_of(file: &mut File) -> String {
@@ -252,6 +280,20 @@ fn ensure_gitignore_in(guard: &WriteGuard, state_dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_of_an_existing_session_never_makes_its_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let state = root.path().join(".pas-agent");
+        let err = acquire_existing(&state, Duration::from_millis(50)).unwrap_err();
+        assert!(err.to_string().contains(".pas-agent"), "{err}");
+        assert!(!state.exists());
+        // `init`'s lock makes it; then the lock of an existing session is taken there.
+        drop(acquire_within(&state, Duration::from_millis(50)).unwrap());
+        assert!(state.join(".gitignore").is_file());
+        let held = acquire_existing(&state, Duration::from_millis(50)).unwrap();
+        assert!(held.held);
+    }
 
     #[cfg(unix)]
     #[test]

@@ -57,6 +57,28 @@ impl LineEnds {
     }
 }
 
+/// How a change to the session is saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Save {
+    /// Durably (the file and its directory `fsync`ed), with the readers' summary and prompt
+    /// record rewritten to match and the last good session kept.
+    Settled,
+    /// For a change a settled save completes soon (a run's `running` record):
+    /// - the file is `fsync`ed before the rename, so after a power cut `session.json` is the
+    ///   old file or the new one, whole; the directory is not, so the rename may be lost. What
+    ///   is lost then is a record of a run that the power cut ended, with no outcome to record:
+    ///   the session is as it was before the run (its agent's own session store still has the
+    ///   conversation), and the run's reserve is removed by the next run (its launcher is of
+    ///   an earlier boot). Nothing that was saved before is lost.
+    /// - the summary and prompt record ([`super::summary`], [`super::prompt_record`]) are not
+    ///   rewritten: the new file's `stat` identity does not match theirs, so a reader in the
+    ///   meantime reads the file itself (and rewrites them), and the settled save that
+    ///   follows rewrites them anyway.
+    /// - the last good session is kept as for a settled save (`pas-agent recover` brings back
+    ///   the running record, should the agent damage the file during the run).
+    Provisional,
+}
+
 impl Project {
     /// Loads the session without locking.
     ///
@@ -174,9 +196,10 @@ impl Project {
         })
     }
 
-    /// Takes the session lock until the guard is dropped.
+    /// Takes the session lock until the guard is dropped, in a state directory that exists
+    /// ([`lock::acquire_existing`]: a session deleted meanwhile is not made again).
     pub fn lock(&self) -> Result<LockGuard> {
-        lock::acquire(&self.state_dir())
+        lock::acquire_existing(&self.state_dir(), lock::timeout())
     }
 
     /// Locks, loads, applies `change`, saves and unlocks. When `change` fails nothing is saved.
@@ -192,42 +215,62 @@ impl Project {
         limit: std::time::Duration,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
+        self.modify_as(limit, Save::Settled, change)
+    }
+
+    /// [`Project::modify`] for a change that a settled save completes soon: a run's `running`
+    /// record, which its after-record (or the reconcile of a launcher that was lost) replaces.
+    /// It is saved as [`Save::Provisional`] says, which keeps two `fsync`s and two file
+    /// writes off the time before the agent starts.
+    pub fn modify_provisional<T>(
+        &self,
+        change: impl FnOnce(&mut Session) -> Result<T>,
+    ) -> Result<T> {
+        self.modify_as(lock::timeout(), Save::Provisional, change)
+    }
+
+    fn modify_as<T>(
+        &self,
+        limit: std::time::Duration,
+        how: Save,
+        change: impl FnOnce(&mut Session) -> Result<T>,
+    ) -> Result<T> {
         let (_guard, mut session, ends) = self.lock_and_load_within(limit)?;
         let out = change(&mut session)?;
-        self.save_changed(&mut session, ends)?;
+        self.save_changed(&mut session, ends, how)?;
         Ok(out)
     }
 
-    /// [`Project::modify_within`]'s first half, not generic so that it is compiled once: the
-    /// lock, then the session as it is under it.
+    /// [`Project::modify_as`]'s first half, not generic so that it is compiled once: the lock,
+    /// then the session as it is under it.
     fn lock_and_load_within(
         &self,
         limit: std::time::Duration,
     ) -> Result<(LockGuard, Session, LineEnds)> {
-        // Taking the lock creates the state directory: a session deleted meanwhile (say
-        // `rm -rf .pas-agent` during a run) must not come back as a directory holding only a
-        // lock and a .gitignore.
+        // A session deleted meanwhile (say `rm -rf .pas-agent` during a run) must not come
+        // back as a directory holding only a lock and a .gitignore: the lock is taken only in a
+        // state directory that exists (also when it goes between this check and the lock).
         if std::fs::symlink_metadata(self.state_dir()).is_err() {
             return Err(Error::NoSession {
                 start: self.root.clone(),
             });
         }
-        let guard = lock::acquire_within(&self.state_dir(), limit)?;
+        let guard = lock::acquire_existing(&self.state_dir(), limit)?;
         let (session, ends) = self.load_for_change()?;
         Ok((guard, session, ends))
     }
 
-    /// [`Project::modify_within`]'s second half, under the lock: old runs moved out to the
-    /// history, then the session saved.
-    fn save_changed(&self, session: &mut Session, ends: LineEnds) -> Result<()> {
+    /// [`Project::modify_as`]'s second half, under the lock: old runs moved out to the
+    /// history, then the session saved as `how` says.
+    fn save_changed(&self, session: &mut Session, ends: LineEnds, how: Save) -> Result<()> {
         super::history::move_out(self, session)?;
-        self.save(session, ends)
+        self.save_as(session, ends, how)
     }
 
     /// Writes a new session, failing if one appeared meanwhile (checked under the lock, so of
     /// several concurrent `init`s exactly one succeeds).
     pub fn create(&self, session: &Session) -> Result<()> {
-        let _guard = self.lock()?;
+        let _guard = lock::acquire(&self.state_dir())?;
         if let Some(problem) = self.not_a_session_file() {
             return Err(Error::Damaged {
                 path: self.session_path(),
@@ -268,7 +311,7 @@ impl Project {
     /// replaced then).
     pub fn restore(&self, bytes: &[u8], from: &Path, aside: &Path) -> Result<Session> {
         let session = parse(from, bytes)?;
-        let _guard = self.lock()?;
+        let _guard = lock::acquire(&self.state_dir())?;
         let path = self.session_path();
         if let Some(problem) = self.not_a_session_file() {
             return Err(Error::Damaged { path, problem });
@@ -296,6 +339,11 @@ impl Project {
     /// Errors: [`Error::TooLarge`] (nothing written) when the file would be larger than
     /// [`MAX_SESSION_BYTES`], which [`Project::load`] would refuse.
     fn save(&self, session: &Session, ends: LineEnds) -> Result<()> {
+        self.save_as(session, ends, Save::Settled)
+    }
+
+    /// [`Project::save`], as `how` says.
+    fn save_as(&self, session: &Session, ends: LineEnds, how: Save) -> Result<()> {
         let path = self.session_path();
         let mut bytes =
             to_json(session).map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
@@ -308,11 +356,15 @@ impl Project {
                 problem,
             })?;
         let guard = WriteGuard::new(&self.root).map_err(|e| Error::io(&self.root, e))?;
-        guard
-            .write(&path, &bytes, Named::ByUs, Links::Replace)
-            .map_err(|e| Error::write(&path, e))?;
+        match how {
+            Save::Settled => guard.write(&path, &bytes, Named::ByUs, Links::Replace),
+            Save::Provisional => guard.write_ordered(&path, &bytes, Named::ByUs, Links::Replace),
+        }
+        .map_err(|e| Error::write(&path, e))?;
         // Still under the lock: the file's identity is the one just written.
-        super::summary::store(self, session);
+        if how == Save::Settled {
+            super::summary::store(self, session);
+        }
         // The last good session, for `pas-agent recover`.
         if let Err(e) = super::backup::keep(self, &bytes) {
             crate::term::warn(&format!(
