@@ -292,10 +292,28 @@ pub fn run(args: RunsArgs) -> Result<i32> {
         return all(&args);
     }
     let project = project()?;
-    let mut session = project.load()?;
     if let Some(n) = &args.number {
-        return one(&project, &session, n, args.json);
+        // Only the run asked for is decoded. One that does not decode alone is read with
+        // the whole file, which says what is wrong with it.
+        let recent = project.load_recent()?;
+        let (number, run) = find(&recent, n)?;
+        let run = match run {
+            Some(run) => run.clone(),
+            None => match recent.runs.decode_old(number - 1) {
+                Some(run) => run,
+                None => {
+                    let session = project.load()?;
+                    let (_, run) = find(&session, n)?;
+                    run.cloned().ok_or_else(|| Error::Damaged {
+                        path: project.session_path(),
+                        problem: format!("run #{number} cannot be read"),
+                    })?
+                }
+            },
+        };
+        return one(&project, number, run, args.json);
     }
+    let mut session = project.load()?;
     if args.json {
         // Old runs' details come back from `.pas-agent/history.jsonl`, in one pass over it.
         if let Some(why) = history::fill_runs(&project, &mut session.runs) {
@@ -422,11 +440,18 @@ struct OneJson<'a> {
 }
 
 /// Run `selector` (1-based, as the list numbers runs) of `session`, or a usage error that says
-/// how many there are.
-fn find<'a>(session: &'a crate::session::Session, selector: &str) -> Result<(usize, &'a Run)> {
-    let count = session.runs.len();
+/// how many there are. The run is `None` when it is one of the old runs left undecoded
+/// ([`crate::session::Project::load_recent`]).
+fn find<'a>(
+    session: &'a crate::session::Session,
+    selector: &str,
+) -> Result<(usize, Option<&'a Run>)> {
+    let count = session.runs.total();
+    let old = session.runs.undecoded();
     match selector.trim().parse::<usize>() {
-        Ok(n) if (1..=count).contains(&n) => Ok((n, &session.runs[n - 1])),
+        Ok(n) if (1..=count).contains(&n) => {
+            Ok((n, n.checked_sub(old + 1).map(|i| &session.runs[i])))
+        }
         Ok(n) => Err(Error::Usage(format!(
             "there is no run #{n}: the session has {} (see `pas-agent runs`)",
             crate::display::count(count, "run", "runs")
@@ -439,15 +464,9 @@ fn find<'a>(session: &'a crate::session::Session, selector: &str) -> Result<(usi
 }
 
 /// `runs N`: one run in full.
-fn one(
-    project: &crate::session::Project,
-    session: &crate::session::Session,
-    selector: &str,
-    json: bool,
-) -> Result<i32> {
-    let (number, r) = find(session, selector)?;
+fn one(project: &crate::session::Project, number: usize, r: Run, json: bool) -> Result<i32> {
     // An old run's details come back from `.pas-agent/history.jsonl`.
-    let mut full = [r.clone()];
+    let mut full = [r];
     if let Some(why) = history::fill_runs(project, &mut full) {
         warn_unreadable(&why);
     }

@@ -177,7 +177,8 @@ fn inside_run(project: &Project) -> bool {
     let Ok(id) = std::env::var(crate::launch::RUN_ID_ENV) else {
         return false;
     };
-    let Ok(session) = project.load() else {
+    // A running run is never one of the old runs `load_recent` leaves undecoded.
+    let Ok(session) = project.load_recent() else {
         // Cannot tell: recording nothing is the safe side of "never twice".
         return true;
     };

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::codec::{parse, to_json};
+use super::codec::{parse, parse_recent, to_json};
 use super::lock::{self, LockGuard};
 pub use super::project::{Project, SESSION_FILE, STATE_DIR};
 use crate::error::{Error, Result};
@@ -39,14 +39,15 @@ impl LineEnds {
     }
 
     /// `json` (pas-agent's own output: every newline is a line end, strings hold none raw)
-    /// with these line ends.
+    /// with these line ends. A line that already ends in `\r\n` (an old run written back as
+    /// it was, from a file with CRLF) keeps it.
     pub fn apply(self, json: Vec<u8>) -> Vec<u8> {
         match self {
             LineEnds::Lf => json,
             LineEnds::CrLf => {
                 let mut out = Vec::with_capacity(json.len() + json.len() / 16);
                 for b in json {
-                    if b == b'\n' {
+                    if b == b'\n' && out.last() != Some(&b'\r') {
                         out.push(b'\r');
                     }
                     out.push(b);
@@ -68,12 +69,25 @@ impl Project {
         self.load_up_to(MAX_SESSION_BYTES)
     }
 
+    /// Loads the session as [`Project::load`] does, but with the leading old runs' skeletons
+    /// left undecoded ([`super::codec::parse_recent`]): `session.runs` then holds only the
+    /// runs after them ([`crate::model::Runs`]). For commands that read no old run.
+    ///
+    /// Errors: those of [`Project::load`].
+    pub fn load_recent(&self) -> Result<Session> {
+        self.load_bytes_with(MAX_SESSION_BYTES, parse_recent)
+            .map(|(s, _)| s)
+    }
+
     /// Loads the session for a change: like [`Project::load`], but a file above the limit
     /// (up to [`crate::limits::SESSION_RECOVERY_BYTES`]) is still read, so that a change that
     /// shrinks it (`remove`) can bring it back under the limit; [`Project::save`] refuses any
     /// result above the limit.
-    fn load_for_change(&self) -> Result<(Session, LineEnds)> {
-        self.load_bytes(crate::limits::SESSION_RECOVERY_BYTES)
+    fn load_for_change(
+        &self,
+        parse: fn(&Path, &[u8]) -> Result<Session>,
+    ) -> Result<(Session, LineEnds)> {
+        self.load_bytes_with(crate::limits::SESSION_RECOVERY_BYTES, parse)
             .map(|(s, bytes)| (s, LineEnds::of(&bytes)))
     }
 
@@ -82,6 +96,14 @@ impl Project {
     }
 
     fn load_bytes(&self, cap: u64) -> Result<(Session, Vec<u8>)> {
+        self.load_bytes_with(cap, parse)
+    }
+
+    fn load_bytes_with(
+        &self,
+        cap: u64,
+        parse: fn(&Path, &[u8]) -> Result<Session>,
+    ) -> Result<(Session, Vec<u8>)> {
         let path = self.session_path();
         if let Some(problem) = self.not_a_session_file() {
             return Err(Error::Damaged { path, problem });
@@ -185,11 +207,27 @@ impl Project {
         self.modify_within(lock::timeout(), change)
     }
 
+    /// [`Project::modify`] for a change that reads no old run: `change` gets the session as
+    /// [`Project::load_recent`] gives it, and the old runs left undecoded are written back as
+    /// they were (`update`, `checkpoint`).
+    pub fn modify_recent<T>(&self, change: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        self.modify_as(lock::timeout(), parse_recent, change)
+    }
+
     /// [`Project::modify`], waiting up to `limit` for the lock: for a write that must not be
     /// lost to a busy moment (a run's after-record).
     pub fn modify_within<T>(
         &self,
         limit: std::time::Duration,
+        change: impl FnOnce(&mut Session) -> Result<T>,
+    ) -> Result<T> {
+        self.modify_as(limit, parse, change)
+    }
+
+    fn modify_as<T>(
+        &self,
+        limit: std::time::Duration,
+        parse: fn(&Path, &[u8]) -> Result<Session>,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
         // Taking the lock creates the state directory: a session deleted meanwhile (say
@@ -201,7 +239,7 @@ impl Project {
             });
         }
         let _guard = lock::acquire_within(&self.state_dir(), limit)?;
-        let (mut session, ends) = self.load_for_change()?;
+        let (mut session, ends) = self.load_for_change(parse)?;
         let out = change(&mut session)?;
         super::history::move_out(self, &mut session)?;
         self.save(&session, ends)?;
@@ -323,5 +361,11 @@ mod tests {
             b"{\r\n  \"a\": \"x\\ny\"\r\n}\r\n".to_vec()
         );
         assert_eq!(LineEnds::Lf.apply(json.clone()), json);
+        // An old run written back as it was in a CRLF file keeps its line ends, once.
+        let mixed = b"[\n  {\r\n    \"a\": 1\r\n  }\n]".to_vec();
+        assert_eq!(
+            LineEnds::CrLf.apply(mixed),
+            b"[\r\n  {\r\n    \"a\": 1\r\n  }\r\n]".to_vec()
+        );
     }
 }
