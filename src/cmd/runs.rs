@@ -293,24 +293,13 @@ pub fn run(args: RunsArgs) -> Result<i32> {
     }
     let project = project()?;
     if let Some(n) = &args.number {
-        // Only the run asked for is decoded. One that does not decode alone is read with
-        // the whole file, which says what is wrong with it.
-        let recent = project.load_recent()?;
-        let (number, run) = find(&recent, n)?;
-        let run = match run {
-            Some(run) => run.clone(),
-            None => match recent.runs.decode_old(number - 1) {
-                Some(run) => run,
-                None => {
-                    let session = project.load()?;
-                    let (_, run) = find(&session, n)?;
-                    run.cloned().ok_or_else(|| Error::Damaged {
-                        path: project.session_path(),
-                        problem: format!("run #{number} cannot be read"),
-                    })?
-                }
-            },
-        };
+        // Only the run asked for is decoded.
+        let (count, run) = project.load_run(n.trim().parse().unwrap_or(0))?;
+        let number = number_of(n, count)?;
+        let run = run.ok_or_else(|| Error::Damaged {
+            path: project.session_path(),
+            problem: format!("run #{number} cannot be read"),
+        })?;
         return one(&project, number, run, args.json);
     }
     let mut session = project.load()?;
@@ -439,19 +428,11 @@ struct OneJson<'a> {
     run: &'a Run,
 }
 
-/// Run `selector` (1-based, as the list numbers runs) of `session`, or a usage error that says
-/// how many there are. The run is `None` when it is one of the old runs left undecoded
-/// ([`crate::session::Project::load_recent`]).
-fn find<'a>(
-    session: &'a crate::session::Session,
-    selector: &str,
-) -> Result<(usize, Option<&'a Run>)> {
-    let count = session.runs.total();
-    let old = session.runs.undecoded();
+/// The run number `selector` names (1-based, as the list numbers runs) of a session of
+/// `count` runs, or a usage error that says how many there are.
+fn number_of(selector: &str, count: usize) -> Result<usize> {
     match selector.trim().parse::<usize>() {
-        Ok(n) if (1..=count).contains(&n) => {
-            Ok((n, n.checked_sub(old + 1).map(|i| &session.runs[i])))
-        }
+        Ok(n) if (1..=count).contains(&n) => Ok(n),
         Ok(n) => Err(Error::Usage(format!(
             "there is no run #{n}: the session has {} (see `pas-agent runs`)",
             crate::display::count(count, "run", "runs")

@@ -154,6 +154,34 @@ pub fn parse_recent(path: &Path, bytes: &[u8]) -> Result<Session> {
     }
 }
 
+/// How many runs a session file holds, and run `number` (1-based; `None` when out of range)
+/// decoded and checked as [`parse`] would ([`decode_run`]), without decoding anything else:
+/// for `runs N`, whose cost then does not grow with the session. The rest of the file is only
+/// scanned (it must be JSON, and of a schema version this build reads). `None` when the file
+/// does not read that way or the run does not pass: [`parse`] then says why.
+pub fn one_run(bytes: &[u8], number: usize) -> Option<(usize, Option<crate::model::Run>)> {
+    #[derive(Deserialize)]
+    struct Runs<'a> {
+        #[serde(default)]
+        schema_version: Option<u64>,
+        #[serde(borrow, default)]
+        runs: Vec<&'a serde_json::value::RawValue>,
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let file: Runs<'_> = serde_json::from_str(text).ok()?;
+    if file
+        .schema_version
+        .is_some_and(|v| v != u64::from(SCHEMA_VERSION))
+    {
+        return None;
+    }
+    let run = match number.checked_sub(1).and_then(|i| file.runs.get(i)) {
+        Some(raw) => Some(decode_run(raw.get())?),
+        None => None,
+    };
+    Some((file.runs.len(), run))
+}
+
 /// The text of a session file without its leading runs that [`stays_undecoded`], and those
 /// runs as they were; `None` when there are none or the file does not read as an object with
 /// one `runs` array (then [`parse`] reads it, and says what is wrong).

@@ -79,6 +79,25 @@ impl Project {
             .map(|(s, _)| s)
     }
 
+    /// How many runs the session has and run `number` (1-based; `None` when out of range),
+    /// decoding nothing else ([`super::codec::one_run`]), for `runs N`.
+    ///
+    /// Errors: those of [`Project::load`] (a file that is not JSON, or whose run `number`
+    /// does not read, is read in full to say why).
+    pub fn load_run(&self, number: usize) -> Result<(usize, Option<crate::model::Run>)> {
+        self.load_bytes_with(
+            MAX_SESSION_BYTES,
+            |path, bytes| match super::codec::one_run(bytes, number) {
+                Some(found) => Ok(found),
+                None => parse(path, bytes).map(|s| {
+                    let run = number.checked_sub(1).and_then(|i| s.runs.get(i)).cloned();
+                    (s.runs.total(), run)
+                }),
+            },
+        )
+        .map(|(found, _)| found)
+    }
+
     /// Loads the session for a change: like [`Project::load`], but a file above the limit
     /// (up to [`crate::limits::SESSION_RECOVERY_BYTES`]) is still read, so that a change that
     /// shrinks it (`remove`) can bring it back under the limit; [`Project::save`] refuses any
@@ -99,11 +118,11 @@ impl Project {
         self.load_bytes_with(cap, parse)
     }
 
-    fn load_bytes_with(
+    fn load_bytes_with<T>(
         &self,
         cap: u64,
-        parse: fn(&Path, &[u8]) -> Result<Session>,
-    ) -> Result<(Session, Vec<u8>)> {
+        parse: impl FnOnce(&Path, &[u8]) -> Result<T>,
+    ) -> Result<(T, Vec<u8>)> {
         let path = self.session_path();
         if let Some(problem) = self.not_a_session_file() {
             return Err(Error::Damaged { path, problem });

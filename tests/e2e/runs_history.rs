@@ -492,6 +492,14 @@ fn a_damaged_old_skeleton_is_reported_by_the_commands_that_read_it() {
         assert!(err.contains("session.json"), "{args:?}: {err}");
     }
     assert_eq!(sb.read(".pas-agent/session.json"), broken);
+    // A newer schema: `runs N`, which decodes one run, refuses it as `runs` does.
+    let newer = text.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1);
+    sb.write(".pas-agent/session.json", &newer);
+    let code = sb.run(&["runs"]).status.code();
+    assert_ne!(code, Some(0));
+    for args in [&["runs", "12"][..], &["runs", "1", "--json"]] {
+        assert_eq!(sb.run(args).status.code(), code, "{args:?}");
+    }
     // A count that is not a whole number, or a number this build cannot keep exactly: the
     // commands that decode the run refuse the file, naming it and the field; those that
     // leave it undecoded write it back as it was.
