@@ -293,8 +293,17 @@ pub fn run(args: RunsArgs) -> Result<i32> {
     }
     let project = project()?;
     if let Some(n) = &args.number {
-        // Only the run asked for is decoded.
-        let (count, run) = project.load_run(n.trim().parse().unwrap_or(0))?;
+        // Only the run asked for is decoded; the latest is the last run the summary keeps
+        // (when it matches the file), which is all that is read then.
+        let wanted: usize = n.trim().parse().unwrap_or(0);
+        let latest = crate::session::summary::fresh(&project)
+            .filter(|s| wanted > 0 && s.run_count == wanted)
+            .and_then(|s| s.session.runs.into_decoded().pop())
+            .map(|run| (wanted, Some(run)));
+        let (count, run) = match latest {
+            Some(found) => found,
+            None => project.load_run(wanted)?,
+        };
         let number = number_of(n, count)?;
         let run = run.ok_or_else(|| Error::Damaged {
             path: project.session_path(),

@@ -3,7 +3,8 @@
 //! (the design is in `super` (mod.rs)).
 //!
 //! A summary is the session with its checkpoints cut to the latest one and its runs cut to
-//! those still running plus the latest other one, with the full counts, and the `stat`
+//! those still running plus the latest other one (so its last run is the session's latest,
+//! which `runs N` reads from it), with the full counts, and the `stat`
 //! identity (size, modification time in nanoseconds, inode, device) of the `session.json` it
 //! was made from. It is written after every save ([`super::Project`]) and by a reader that had
 //! to load the whole file; a reader uses it only when `session.json`'s identity is the one
