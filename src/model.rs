@@ -68,11 +68,11 @@ impl Session {
     }
 }
 
-/// A session's runs, oldest first: the old runs left undecoded (only by
-/// [`crate::session::Project::load_recent`], for commands that never read them), then the
-/// decoded ones, which [`Runs`] dereferences to.
+/// A session's runs, oldest first: the old runs left undecoded (only by the session store's
+/// `Project::load_recent`, for commands that never read them), then the decoded ones, which
+/// [`Runs`] dereferences to.
 ///
-/// After a full load ([`crate::session::Project::load`]) nothing is undecoded and a `Runs` is
+/// After a full load (`Project::load`) nothing is undecoded and a `Runs` is
 /// its `Vec<Run>`: `len()`, indices and iteration cover every run. After `load_recent` they
 /// cover only the runs after the undecoded ones ([`Runs::undecoded`] of them, numbered
 /// `1..=undecoded`), which are written back byte for byte.
@@ -110,11 +110,11 @@ impl Runs {
         self.list
     }
 
-    /// The undecoded run at `index` (0-based among [`Runs::undecoded`]) as a full load gives
-    /// it ([`crate::session::codec::decode_run`]); `None` when out of range or when it does
-    /// not pass a full load's checks.
-    pub fn decode_old(&self, index: usize) -> Option<Run> {
-        crate::session::codec::decode_run(self.old.get(index)?.get())
+    /// The JSON of the undecoded run at `index` (0-based among [`Runs::undecoded`]), as the
+    /// file holds it; `None` when out of range. The session's codec decodes it
+    /// (`decode_old`).
+    pub fn undecoded_json(&self, index: usize) -> Option<&str> {
+        self.old.get(index).map(|raw| raw.get())
     }
 }
 

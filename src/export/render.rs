@@ -346,7 +346,7 @@ win.\n\n",
         if runs.len() == MAX_RUNS {
             break;
         }
-        if let Some(r) = session.runs.decode_old(i).filter(|r| shown(r)) {
+        if let Some(r) = crate::session::codec::decode_old(&session.runs, i).filter(|r| shown(r)) {
             runs.push(std::borrow::Cow::Owned(r));
         }
     }

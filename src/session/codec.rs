@@ -356,6 +356,13 @@ fn files(list: &[FileState], at: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The run at `index` of those `runs` left undecoded ([`crate::model::Runs::undecoded`]) as a
+/// full load gives it ([`decode_run`]); `None` when out of range or when it does not pass a
+/// full load's checks.
+pub fn decode_old(runs: &crate::model::Runs, index: usize) -> Option<crate::model::Run> {
+    decode_run(runs.undecoded_json(index)?)
+}
+
 /// One run left undecoded by [`parse_recent`], decoded and checked as [`parse`] decodes and
 /// checks the runs of a file (exact values, counts), its paths in the portable form; `None`
 /// when it does not pass (a full [`parse`] then says why).
@@ -602,7 +609,7 @@ mod tests {
             String::from_utf8(to_json(&full).unwrap()).unwrap() + "\n",
             text
         );
-        let old = recent.runs.decode_old(0).unwrap();
+        let old = decode_old(&recent.runs, 0).unwrap();
         assert_eq!(old, full.runs[0]);
         assert_eq!(
             old.extra["a_future_field"],

@@ -163,7 +163,7 @@ impl Summary {
         // of those left undecoded (`Project::load_recent`), never running.
         if last_other.is_none()
             && let Some(last) = session.runs.undecoded().checked_sub(1)
-            && let Some(run) = session.runs.decode_old(last)
+            && let Some(run) = super::codec::decode_old(&session.runs, last)
         {
             small.runs.insert(0, run);
         }
