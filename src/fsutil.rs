@@ -494,7 +494,22 @@ impl WriteGuard {
         named: Named,
         links: Links<'_>,
     ) -> Result<Written, WriteError> {
-        self.write_with(path, contents, named, links, true)
+        self.write_with(path, contents, named, links, Sync::FileAndDir)
+    }
+
+    /// [`WriteGuard::write`] without the `fsync` of the directory: the new file's bytes are on
+    /// disk before the rename, so a power cut leaves the old file or the new one, whole, but
+    /// the rename itself may be lost (the old file is found after the reboot). For a write
+    /// whose loss costs nothing a user cannot get back, and that a durable write follows (a
+    /// run's `running` record, completed by the after-record). Same errors.
+    pub fn write_ordered(
+        &self,
+        path: &Path,
+        contents: &[u8],
+        named: Named,
+        links: Links<'_>,
+    ) -> Result<Written, WriteError> {
+        self.write_with(path, contents, named, links, Sync::File)
     }
 
     /// [`WriteGuard::write`] without `fsync`: the same checks and the same atomic rename, so a
@@ -508,7 +523,7 @@ impl WriteGuard {
         named: Named,
         links: Links<'_>,
     ) -> Result<Written, WriteError> {
-        self.write_with(path, contents, named, links, false)
+        self.write_with(path, contents, named, links, Sync::Nothing)
     }
 
     fn write_with(
@@ -517,7 +532,7 @@ impl WriteGuard {
         contents: &[u8],
         named: Named,
         links: Links<'_>,
-        durable: bool,
+        sync: Sync,
     ) -> Result<Written, WriteError> {
         let real = self.check(path, named)?;
         let dir = parent_of(&real).to_path_buf();
@@ -574,7 +589,7 @@ impl WriteGuard {
                 }
             }
         }
-        if durable {
+        if sync != Sync::Nothing {
             tmp.as_file().sync_all()?;
         }
         // Close the handle before renaming (Windows cannot rename an open file).
@@ -582,7 +597,7 @@ impl WriteGuard {
         fs::rename(&tmp_path, &real)?;
         // The rename happened: the temp path no longer exists, so disarm its delete-on-drop.
         let _ = tmp_path.keep();
-        if durable {
+        if sync == Sync::FileAndDir {
             sync_dir(&dir);
         }
         Ok(if existing.is_some() {
@@ -591,6 +606,15 @@ impl WriteGuard {
             Written::Created
         })
     }
+}
+
+/// What a write `fsync`s: the three strengths of [`WriteGuard::write`],
+/// [`WriteGuard::write_ordered`] and [`WriteGuard::write_volatile`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sync {
+    Nothing,
+    File,
+    FileAndDir,
 }
 
 /// `path`'s parent, `.` for a bare name.

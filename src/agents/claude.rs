@@ -153,14 +153,17 @@ pub const AGENT: Agent = Agent {
             Registration {
                 file: Place::Project(".mcp.json"),
                 table: &["mcpServers"],
+                comments: false,
             },
             Registration {
                 file: Place::UserHome(".claude.json"),
                 table: &["projects", "{root}", "mcpServers"],
+                comments: false,
             },
             Registration {
                 file: Place::UserHome(".claude.json"),
                 table: &["mcpServers"],
+                comments: false,
             },
         ],
     }),

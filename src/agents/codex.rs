@@ -170,10 +170,12 @@ pub const AGENT: Agent = Agent {
             Registration {
                 file: Place::Project(".codex/config.toml"),
                 table: &["mcp_servers"],
+                comments: false,
             },
             Registration {
                 file: Place::AgentHome("config.toml"),
                 table: &["mcp_servers"],
+                comments: false,
             },
         ],
     }),

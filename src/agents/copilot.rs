@@ -179,14 +179,17 @@ pub const AGENT: Agent = Agent {
             Registration {
                 file: Place::Project(".mcp.json"),
                 table: &["mcpServers"],
+                comments: false,
             },
             Registration {
                 file: Place::Project(".github/mcp.json"),
                 table: &["mcpServers"],
+                comments: false,
             },
             Registration {
                 file: Place::AgentHome("mcp-config.json"),
                 table: &["mcpServers"],
+                comments: false,
             },
         ],
     }),

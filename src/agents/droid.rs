@@ -110,10 +110,12 @@ pub const AGENT: Agent = Agent {
             Registration {
                 file: Place::Project(".factory/mcp.json"),
                 table: &["mcpServers"],
+                comments: false,
             },
             Registration {
                 file: Place::AgentHome("mcp.json"),
                 table: &["mcpServers"],
+                comments: false,
             },
         ],
     }),

@@ -136,10 +136,12 @@ pub const AGENT: Agent = Agent {
             Registration {
                 file: Place::Project(".gemini/settings.json"),
                 table: &["mcpServers"],
+                comments: true,
             },
             Registration {
                 file: Place::AgentHome("settings.json"),
                 table: &["mcpServers"],
+                comments: true,
             },
         ],
     }),

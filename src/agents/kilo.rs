@@ -82,10 +82,12 @@ pub const AGENT: Agent = Agent {
             Registration {
                 file: Place::Project("kilo.json"),
                 table: &["mcp"],
+                comments: true,
             },
             Registration {
                 file: Place::UserConfig("kilo/kilo.json"),
                 table: &["mcp"],
+                comments: true,
             },
         ],
     }),

@@ -99,10 +99,12 @@ pub const AGENT: Agent = Agent {
             Registration {
                 file: Place::Project("opencode.json"),
                 table: &["mcp"],
+                comments: true,
             },
             Registration {
                 file: Place::UserConfig("opencode/opencode.json"),
                 table: &["mcp"],
+                comments: true,
             },
         ],
     }),

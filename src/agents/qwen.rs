@@ -121,10 +121,12 @@ pub const AGENT: Agent = Agent {
             Registration {
                 file: Place::Project(".qwen/settings.json"),
                 table: &["mcpServers"],
+                comments: true,
             },
             Registration {
                 file: Place::AgentHome("settings.json"),
                 table: &["mcpServers"],
+                comments: true,
             },
         ],
     }),

@@ -16,7 +16,7 @@ pub fn run(args: ShowArgs) -> Result<i32> {
     let (number, found) = ops::find_checkpoint(&session, &args.checkpoint)?;
     // A list moved to `.pas-agent/history.jsonl` is read back from there.
     let mut full = found.clone();
-    let mut damaged = false;
+    let mut damaged = None;
     if full.extra.get(history::MOVED_KEY) == Some(&true.into()) {
         match history::moved_of(&project, &full.id) {
             history::Moved::Found(files, snapshot) => {
@@ -27,7 +27,14 @@ pub fn run(args: ShowArgs) -> Result<i32> {
                 full.extra.remove(history::MOVED_KEY);
             }
             history::Moved::Damaged => {
-                damaged = true;
+                damaged = Some("its line in .pas-agent/history.jsonl is damaged".to_owned());
+                full.extra.insert(history::DAMAGED_KEY.into(), true.into());
+            }
+            history::Moved::Unreadable(why) => {
+                crate::term::warn(&format!(
+                    "cannot read .pas-agent/history.jsonl ({why}): the file list of this checkpoint kept there is not shown, only its count"
+                ));
+                damaged = Some(".pas-agent/history.jsonl cannot be read".to_owned());
                 full.extra.insert(history::DAMAGED_KEY.into(), true.into());
             }
             history::Moved::Missing => {}
@@ -55,10 +62,9 @@ pub fn run(args: ShowArgs) -> Result<i32> {
     if total == 0 {
         out.push_str("\nNo changed files recorded.\n");
     } else if cp.files_changed.is_empty() {
-        let why = if damaged {
-            "its line in .pas-agent/history.jsonl is damaged, so the list cannot be shown"
-        } else {
-            "the list was pruned"
+        let why = match &damaged {
+            Some(why) => format!("{why}, so the list cannot be shown"),
+            None => "the list was pruned".to_owned(),
         };
         let _ = writeln!(
             out,

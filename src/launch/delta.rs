@@ -254,7 +254,21 @@ pub fn git_outcome_of(
                 .filter(|f| repo.portable(&f.path))
                 .cloned()
                 .collect();
+            // The files that differ from HEAD now were just read by the scan that found them:
+            // their fingerprints are taken from it rather than read a second time.
+            let scanned: BTreeMap<&str, &FileState> = tree
+                .files
+                .iter()
+                .filter(|f| f.status != FileStatus::Deleted && f.fingerprint.is_some())
+                .map(|f| (f.path.as_str(), f))
+                .collect();
             files_changed(&baseline, &tree.files, &committed, |p| {
+                if let Some(f) = scanned.get(p) {
+                    return Some(Fingerprints {
+                        content: f.fingerprint.clone(),
+                        outside_block: f.fingerprint_outside_block.clone(),
+                    });
+                }
                 let abs = repo.abs(p)?;
                 exists(&abs).then(|| fingerprint::of_path(&abs))
             })

@@ -87,7 +87,7 @@ pub fn resolve(name: &str, cwd: &Path) -> Result<Program, Error> {
         });
     }
     let agent = agents::lookup(name);
-    let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
+    let me = std::env::current_exe().ok().and_then(|p| FileId::of(&p));
     let candidates: Vec<&str> = match agent {
         Some(a) if !a.executables.contains(&name) => a.executables.to_vec(),
         Some(a) => std::iter::once(name)
@@ -100,7 +100,7 @@ pub fn resolve(name: &str, cwd: &Path) -> Result<Program, Error> {
             continue;
         };
         for path in found {
-            let is_me = me.is_some() && path.canonicalize().ok() == me;
+            let is_me = me.is_some() && FileId::of(&path) == me;
             if !is_me {
                 return Ok(Program {
                     agent,
@@ -124,6 +124,27 @@ pub fn resolve(name: &str, cwd: &Path) -> Result<Program, Error> {
         message: what,
         code: exit::NOT_FOUND,
     })
+}
+
+/// What tells one file from another: its device and inode on Unix (one `stat`, where a
+/// canonical path costs a `readlink` for every component), its canonical path elsewhere.
+#[derive(Debug, PartialEq, Eq)]
+struct FileId(#[cfg(unix)] (u64, u64), #[cfg(not(unix))] PathBuf);
+
+impl FileId {
+    fn of(path: &Path) -> Option<FileId> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(path)
+                .ok()
+                .map(|m| FileId((m.dev(), m.ino())))
+        }
+        #[cfg(not(unix))]
+        {
+            path.canonicalize().ok().map(FileId)
+        }
+    }
 }
 
 #[cfg(unix)]

@@ -293,7 +293,11 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
             ));
         })
         .ok();
-    let recorded = project.modify(|s| {
+    // The record of a run without a checkpoint holds nothing saved nowhere else before its
+    // after-record, so it is saved provisionally ([`crate::session::store::Save`]): a power
+    // cut during the run may take it (the session is then as it was before the run), and the
+    // readers' summary waits for the after-record. A checkpoint is saved durably.
+    let change = |s: &mut Session| {
         let taken: Vec<String> = s
             .runs
             .iter()
@@ -343,7 +347,12 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         s.updated_at = now;
         let run = s.runs.last().cloned();
         Ok((s.runs.len(), baseline, export, others, taken, s.id, run))
-    });
+    };
+    let recorded = if plan.checkpoint {
+        project.modify(change)
+    } else {
+        project.modify_provisional(change)
+    };
     let (number, baseline, export, others, taken, session_id, run) =
         recorded.inspect_err(|_| outcome::clear(&project.root, &run_id))?;
     // Without a reserve, the session file just saved gives the file system's time.

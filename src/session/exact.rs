@@ -10,6 +10,7 @@
 //! (Lone surrogates such as `"\ud800"` and numbers out of `f64` range such as `1e400` are
 //! already refused by `serde_json` itself.)
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::str::FromStr;
 
@@ -22,13 +23,13 @@ pub fn check(text: &str) -> Result<(), String> {
     let bytes = text.as_bytes();
     // One entry per open object (its keys so far, and whether a key comes next) or array.
     // Keys are borrowed from the text unless they hold an escape.
-    let mut stack: Vec<Option<(HashSet<std::borrow::Cow<'_, str>>, bool)>> = Vec::new();
+    let mut stack: Vec<Option<(Keys<'_>, bool)>> = Vec::new();
     let mut line = 1usize;
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
             b'\n' => line += 1,
-            b'{' => stack.push(Some((HashSet::new(), true))),
+            b'{' => stack.push(Some((Keys::default(), true))),
             b'[' => stack.push(None),
             b'}' | b']' => {
                 stack.pop();
@@ -60,20 +61,19 @@ pub fn check(text: &str) -> Result<(), String> {
                 }
                 if let Some(Some((keys, true))) = stack.last_mut() {
                     let raw = &text[start..=i.min(bytes.len() - 1)];
-                    let key: std::borrow::Cow<'_, str> = if escaped {
+                    let key: Cow<'_, str> = if escaped {
                         serde_json::from_str::<String>(raw)
                             .map_err(|e| e.to_string())?
                             .into()
                     } else {
                         raw[1..raw.len() - 1].into()
                     };
-                    if keys.contains(&key) {
+                    if let Some(key) = keys.insert(key) {
                         return Err(format!(
                             "line {line}: the key \"{}\" appears twice in one object, and only one could be kept",
                             crate::term::clean_line(&key)
                         ));
                     }
-                    keys.insert(key);
                 }
             }
             b'-' | b'0'..=b'9' => {
@@ -99,6 +99,40 @@ pub fn check(text: &str) -> Result<(), String> {
         i += 1;
     }
     Ok(())
+}
+
+/// The keys of one object so far: a list searched in order while it is short (most objects
+/// have a handful of keys, and hashing each one cost more than the search, measured on long
+/// sessions), a hash set beyond [`Keys::LIST`] so that an object with very many keys stays
+/// linear.
+#[derive(Default)]
+struct Keys<'t> {
+    list: Vec<Cow<'t, str>>,
+    set: HashSet<Cow<'t, str>>,
+}
+
+impl<'t> Keys<'t> {
+    /// Longest list searched in order.
+    const LIST: usize = 16;
+
+    /// Adds `key`; gives it back when the object already has it.
+    fn insert(&mut self, key: Cow<'t, str>) -> Option<Cow<'t, str>> {
+        if self.set.is_empty() {
+            if self.list.contains(&key) {
+                return Some(key);
+            }
+            if self.list.len() < Self::LIST {
+                self.list.push(key);
+                return None;
+            }
+            self.set.extend(self.list.drain(..));
+        }
+        if self.set.contains(&key) {
+            return Some(key);
+        }
+        self.set.insert(key);
+        None
+    }
 }
 
 /// The one rule for a count pas-agent reads out of a record's unknown fields: a JSON integer
@@ -223,6 +257,30 @@ mod tests {
         assert!(check(r#"{"x":[{"k":1,"k":1}]}"#).is_err());
         assert!(check(r#"{"a\u0062":1,"ab":2}"#).is_err());
         assert!(check(r#"{"s":"a:b,\"c\"","t":"{"}"#).is_ok());
+    }
+
+    #[test]
+    fn duplicate_keys_in_objects_of_any_size() {
+        for n in [
+            1,
+            Keys::LIST - 1,
+            Keys::LIST,
+            Keys::LIST + 1,
+            5 * Keys::LIST,
+        ] {
+            let keys: Vec<String> = (0..n).map(|k| format!("\"k{k}\":{k}")).collect();
+            let whole = format!("{{{}}}", keys.join(","));
+            assert!(check(&whole).is_ok(), "{n}");
+            // The first key again, and the last, after all the others.
+            for again in [0, n - 1] {
+                let doubled = format!("{{{},\"k{again}\":0}}", keys.join(","));
+                let err = check(&doubled).unwrap_err();
+                assert!(
+                    err.contains(&format!("\"k{again}\" appears twice")),
+                    "{n}: {err}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -454,13 +454,18 @@ pub enum Moved {
     Damaged,
     /// No line names it: its list was pruned (or the file is gone).
     Missing,
+    /// The history file exists but cannot be read (too large, not a file, permission
+    /// denied): the reason.
+    Unreadable(String),
 }
 
 /// What the history file holds of checkpoint `id`, its paths in the portable form
 /// ([`super::codec::portable_path`]).
 pub fn moved_of(project: &Project, id: &Uuid) -> Moved {
-    let Ok(Some(text)) = read(project) else {
-        return Moved::Missing;
+    let text = match read(project) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Moved::Missing,
+        Err(why) => return Moved::Unreadable(why),
     };
     let needle = id.to_string();
     let mut damaged = false;

@@ -164,36 +164,42 @@ fn lock_file(guard: &WriteGuard, path: &Path, limit: Duration) -> Result<LockGua
     // For diagnostics only: who holds the lock. Mutual exclusion comes from the OS lock. Only
     // a file that holds nothing but a pid, with no other hard link, is rewritten: a committed
     // or linked file with other contents is never truncated.
-    if is_ours(&mut file) {
-        let _ = file.set_len(0);
+    // The pid is written padded to a fixed width, over what was there: truncating the file
+    // first is a change of its size, which costs a journal update on every lock taken.
+    if let Some(len) = ours(&mut file) {
+        let line = format!("{:<PID_WIDTH$}\n", std::process::id());
+        if len > line.len() as u64 {
+            let _ = file.set_len(0);
+        }
         let _ = file.rewind();
-        let _ = writeln!(file, "{}", std::process::id());
+        let _ = file.write_all(line.as_bytes());
     }
     Ok(LockGuard { _file: file, held })
 }
 
-/// Whether the open lock file is one pas-agent wrote: one link, empty or a pid line.
-fn is_ours(file: &mut File) -> bool {
-    let Ok(meta) = file.metadata() else {
-        return false;
-    };
+/// The width the pid in a lock file is padded to with spaces (a pid is at most 7 digits on
+/// Linux, 10 anywhere): every pas-agent writes the same length, so none has to truncate.
+const PID_WIDTH: usize = 10;
+
+/// The length of the open lock file when it is one pas-agent wrote: one link, empty or a pid
+/// line.
+fn ours(file: &mut File) -> Option<u64> {
+    let meta = file.metadata().ok()?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
         if meta.nlink() != 1 {
-            return false;
+            return None;
         }
     }
     if meta.len() > 32 {
-        return false;
+        return None;
     }
     let mut text = String::new();
     let _ = file.rewind();
-    if file.take(32).read_to_string(&mut text).is_err() {
-        return false;
-    }
+    file.take(32).read_to_string(&mut text).ok()?;
     let t = text.trim();
-    t.is_empty() || t.bytes().all(|b| b.is_ascii_digit())
+    (t.is_empty() || t.bytes().all(|b| b.is_ascii_digit())).then_some(meta.len())
 }
 
 fn holder_of(file: &mut File) -> String {

@@ -58,6 +58,28 @@ impl LineEnds {
     }
 }
 
+/// How a change to the session is saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Save {
+    /// Durably (the file and its directory `fsync`ed), with the readers' summary and prompt
+    /// record rewritten to match and the last good session kept.
+    Settled,
+    /// For a change a settled save completes soon (a run's `running` record):
+    /// - the file is `fsync`ed before the rename, so after a power cut `session.json` is the
+    ///   old file or the new one, whole; the directory is not, so the rename may be lost. What
+    ///   is lost then is a record of a run that the power cut ended, with no outcome to record:
+    ///   the session is as it was before the run (its agent's own session store still has the
+    ///   conversation), and the run's reserve is removed by the next run (its launcher is of
+    ///   an earlier boot). Nothing that was saved before is lost.
+    /// - the summary and prompt record ([`super::summary`], [`super::prompt_record`]) are not
+    ///   rewritten: the new file's `stat` identity does not match theirs, so a reader in the
+    ///   meantime reads the file itself (and rewrites them), and the settled save that
+    ///   follows rewrites them anyway.
+    /// - the last good session is kept as for a settled save (`pas-agent recover` brings back
+    ///   the running record, should the agent damage the file during the run).
+    Provisional,
+}
+
 impl Project {
     /// Loads the session without locking.
     ///
@@ -230,7 +252,7 @@ impl Project {
     /// [`Project::load_recent`] gives it, and the old runs left undecoded are written back as
     /// they were (`update`, `checkpoint`).
     pub fn modify_recent<T>(&self, change: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
-        self.modify_as(lock::timeout(), parse_recent, change)
+        self.modify_as(lock::timeout(), Save::Settled, parse_recent, change)
     }
 
     /// [`Project::modify`], waiting up to `limit` for the lock: for a write that must not be
@@ -240,12 +262,24 @@ impl Project {
         limit: std::time::Duration,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
-        self.modify_as(limit, parse, change)
+        self.modify_as(limit, Save::Settled, parse, change)
+    }
+
+    /// [`Project::modify`] for a change that a settled save completes soon: a run's `running`
+    /// record, which its after-record (or the reconcile of a launcher that was lost) replaces.
+    /// It is saved as [`Save::Provisional`] says, which keeps two `fsync`s and two file
+    /// writes off the time before the agent starts.
+    pub fn modify_provisional<T>(
+        &self,
+        change: impl FnOnce(&mut Session) -> Result<T>,
+    ) -> Result<T> {
+        self.modify_as(lock::timeout(), Save::Provisional, parse, change)
     }
 
     fn modify_as<T>(
         &self,
         limit: std::time::Duration,
+        how: Save,
         parse: fn(&Path, &[u8]) -> Result<Session>,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
@@ -261,7 +295,7 @@ impl Project {
         let (mut session, ends) = self.load_for_change(parse)?;
         let out = change(&mut session)?;
         super::history::move_out(self, &mut session)?;
-        self.save(&session, ends)?;
+        self.save_as(&session, ends, how)?;
         Ok(out)
     }
 
@@ -337,6 +371,11 @@ impl Project {
     /// Errors: [`Error::TooLarge`] (nothing written) when the file would be larger than
     /// [`MAX_SESSION_BYTES`], which [`Project::load`] would refuse.
     fn save(&self, session: &Session, ends: LineEnds) -> Result<()> {
+        self.save_as(session, ends, Save::Settled)
+    }
+
+    /// [`Project::save`], as `how` says.
+    fn save_as(&self, session: &Session, ends: LineEnds, how: Save) -> Result<()> {
         let path = self.session_path();
         let mut bytes =
             to_json(session).map_err(|e| Error::io(&path, std::io::Error::other(e.to_string())))?;
@@ -349,11 +388,15 @@ impl Project {
                 problem,
             })?;
         let guard = WriteGuard::new(&self.root).map_err(|e| Error::io(&self.root, e))?;
-        guard
-            .write(&path, &bytes, Named::ByUs, Links::Replace)
-            .map_err(|e| Error::write(&path, e))?;
+        match how {
+            Save::Settled => guard.write(&path, &bytes, Named::ByUs, Links::Replace),
+            Save::Provisional => guard.write_ordered(&path, &bytes, Named::ByUs, Links::Replace),
+        }
+        .map_err(|e| Error::write(&path, e))?;
         // Still under the lock: the file's identity is the one just written.
-        super::summary::store(self, session);
+        if how == Save::Settled {
+            super::summary::store(self, session);
+        }
         // The last good session, for `pas-agent recover`.
         if let Err(e) = super::backup::keep(self, &bytes) {
             crate::term::warn(&format!(

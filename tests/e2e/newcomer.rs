@@ -1346,3 +1346,43 @@ fn doctor_checks_the_mcp_registrations_of_copilot_qwen_and_droid() {
             .contains("pas-agent mcp --config factory-droid")
     );
 }
+
+#[test]
+fn doctor_reads_mcp_settings_with_comments_as_the_agents_do() {
+    crate::mock_model::require_agent("qwen", "@qwen-code/qwen-code");
+    crate::mock_model::require_agent("opencode", "opencode-ai");
+    let sb = Sandbox::with_session();
+    let me = bin().to_string_lossy().into_owned();
+    let agent = |program: &str, args: &[&str]| {
+        let out = crate::hooks::isolated(&sb, &which::which(program).unwrap())
+            .args(args)
+            .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{program}: {}", stderr(&out));
+        format!("{}{}", stdout(&out), stderr(&out))
+    };
+    agent("qwen", &["mcp", "add", "pas-agent", &me, "mcp"]);
+    // A comment of the user's own: Qwen Code reads the file still.
+    let settings = sb.home.join(".qwen/settings.json");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    let text = text.replacen('{', "{\n  // kept by hand\n", 1);
+    std::fs::write(&settings, &text).unwrap();
+    assert!(
+        agent("qwen", &["mcp", "list"]).contains("pas-agent"),
+        "{text}"
+    );
+    // OpenCode's own file, with a block comment.
+    sb.write(
+        "opencode.json",
+        format!(
+            "{{\n  /* servers */\n  \"mcp\": {{ \"pas-agent\": {{ \"type\": \"local\", \"command\": [{me:?}, \"mcp\"] }} }}\n}}\n"
+        ),
+    );
+    assert!(agent("opencode", &["mcp", "list"]).contains("pas-agent"));
+    let (_, json) = doctor_json(&sb);
+    for name in ["qwen mcp (user)", "opencode mcp"] {
+        let check = one(&json, name);
+        assert_eq!(check["level"], "ok", "{name}: {check}");
+    }
+}

@@ -203,10 +203,13 @@ fn prompt_reads_its_arguments_as_clap_does() {
     }
 }
 
-/// `pas-agent run --no-checkpoint --no-export`: one durable write before the program starts and
-/// one after (the session's record), counted as the `fsync`s of the whole process tree.
+/// `pas-agent run --no-checkpoint --no-export`: before the program starts, the session's
+/// `running` record with its file `fsync`ed but not its directory (a provisional save: a power
+/// cut may lose the rename, never the file); after it, one durable write (the file's `fsync`
+/// and its directory's). Counted as the `fsync`s of the whole process tree, before and after
+/// the program's `execve`.
 #[test]
-fn bare_run_makes_one_durable_write_before_and_one_after() {
+fn bare_run_syncs_its_record_once_before_and_durably_after() {
     let Ok(probe) = Command::new("strace").arg("-V").output() else {
         panic!("strace is needed for this test (apt-get install strace; .ci/run installs it)");
     };
@@ -229,7 +232,7 @@ fn bare_run_makes_one_durable_write_before_and_one_after() {
         "-f",
         "-qq",
         "-e",
-        "trace=fsync,fdatasync,sync_file_range,syncfs",
+        "trace=fsync,fdatasync,sync_file_range,syncfs,execve",
         "-o",
     ])
     .arg(&trace)
@@ -249,15 +252,26 @@ fn bare_run_makes_one_durable_write_before_and_one_after() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = std::fs::read_to_string(&trace).unwrap();
-    let syncs: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("sync") && !l.contains("exited with"))
-        .collect();
-    // Each durable write is the temp file's fsync and its directory's.
+    let lines: Vec<&str> = text.lines().collect();
+    let program = lines
+        .iter()
+        .position(|l| l.contains("execve(") && l.contains("/true\", ["))
+        .unwrap_or_else(|| panic!("the program's execve is not in the trace:\n{text}"));
+    let syncs = |ls: &[&str]| {
+        ls.iter()
+            .filter(|l| l.contains("sync") && !l.contains("exited with"))
+            .count()
+    };
     assert_eq!(
-        syncs.len(),
-        4,
-        "expected 2 durable writes (4 fsyncs):\n{text}"
+        syncs(&lines[..program]),
+        1,
+        "expected one fsync before the program (the running record's file):\n{text}"
+    );
+    // The durable write after it is the temp file's fsync and its directory's.
+    assert_eq!(
+        syncs(&lines[program..]),
+        2,
+        "expected one durable write after the program (2 fsyncs):\n{text}"
     );
     let runs = sb.session()["runs"].as_array().unwrap().len();
     assert_eq!(runs, 2);

@@ -534,6 +534,39 @@ fn old_file_lists_move_to_the_history_file_and_show_reads_them_back() {
 }
 
 #[test]
+fn show_warns_when_the_history_file_holding_a_list_cannot_be_read() {
+    let sb = Sandbox::with_session();
+    for i in 0..22 {
+        sb.write(&format!("f{i:02}.txt"), "x\n");
+        sb.ok(&["checkpoint", &format!("cp {i}")]);
+    }
+    assert_eq!(sb.session()["checkpoints"][0]["files_in_history"], true);
+    // Past the read limit (64 MiB), cheaply: a sparse tail of zeros.
+    let file = sb.path(".pas-agent/history.jsonl");
+    let big = 64 * 1024 * 1024 + 1;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(big)
+        .unwrap();
+    let out = sb.run(&["show", "1"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: cannot read .pas-agent/history.jsonl") && err.contains("too large"),
+        "{err}"
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains(".pas-agent/history.jsonl cannot be read, so the list cannot be shown"),
+        "{shown}"
+    );
+    assert!(!shown.contains("was pruned"), "{shown}");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), big);
+}
+
+#[test]
 fn readers_never_use_a_summary_of_another_version_of_the_file() {
     let sb = Sandbox::with_session();
     sb.ok(&["update", "--next", "first step"]);
