@@ -43,8 +43,8 @@ pub struct Session {
     pub checkpoints: Vec<Checkpoint>,
     /// Launcher records, oldest first (docs/launcher.md, "The run record"). Omitted when empty so that a session without
     /// runs is byte-for-byte what the original writes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runs: Vec<Run>,
+    #[serde(default, skip_serializing_if = "Runs::is_none")]
+    pub runs: Runs,
     /// Fields this build does not know, kept in file order and written back unchanged.
     #[serde(flatten)]
     pub extra: Extra,
@@ -62,9 +62,121 @@ impl Session {
             task: self.task.clone(),
             git: self.git.clone(),
             checkpoints: Vec::new(),
-            runs: Vec::new(),
+            runs: Runs::default(),
             extra: self.extra.clone(),
         }
+    }
+}
+
+/// A session's runs, oldest first: the old runs left undecoded (only by the session store's
+/// `Project::load_recent`, for commands that never read them), then the decoded ones, which
+/// [`Runs`] dereferences to.
+///
+/// After a full load (`Project::load`) nothing is undecoded and a `Runs` is
+/// its `Vec<Run>`: `len()`, indices and iteration cover every run. After `load_recent` they
+/// cover only the runs after the undecoded ones ([`Runs::undecoded`] of them, numbered
+/// `1..=undecoded`), which are written back byte for byte.
+#[derive(Debug, Clone, Default)]
+pub struct Runs {
+    /// The leading old runs as they were in the file (each one JSON object).
+    old: Vec<Box<serde_json::value::RawValue>>,
+    /// The runs after them, decoded.
+    list: Vec<Run>,
+}
+
+impl Runs {
+    /// Runs whose first `old.len()` are the undecoded `old`, then `list`.
+    pub fn with_undecoded(old: Vec<Box<serde_json::value::RawValue>>, list: Vec<Run>) -> Runs {
+        Runs { old, list }
+    }
+
+    /// How many leading runs are left undecoded (0 after a full load).
+    pub fn undecoded(&self) -> usize {
+        self.old.len()
+    }
+
+    /// How many runs the session has, undecoded ones included.
+    pub fn total(&self) -> usize {
+        self.old.len() + self.list.len()
+    }
+
+    /// Whether the session has no run at all (the field is then left out of the file).
+    pub fn is_none(&self) -> bool {
+        self.total() == 0
+    }
+
+    /// The decoded runs (every run after a full load).
+    pub fn into_decoded(self) -> Vec<Run> {
+        self.list
+    }
+
+    /// The JSON of the undecoded run at `index` (0-based among [`Runs::undecoded`]), as the
+    /// file holds it; `None` when out of range. The session's codec decodes it
+    /// (`decode_old`).
+    pub fn undecoded_json(&self, index: usize) -> Option<&str> {
+        self.old.get(index).map(|raw| raw.get())
+    }
+}
+
+impl std::ops::Deref for Runs {
+    type Target = Vec<Run>;
+    fn deref(&self) -> &Vec<Run> {
+        &self.list
+    }
+}
+
+impl std::ops::DerefMut for Runs {
+    fn deref_mut(&mut self) -> &mut Vec<Run> {
+        &mut self.list
+    }
+}
+
+impl From<Vec<Run>> for Runs {
+    fn from(list: Vec<Run>) -> Runs {
+        Runs {
+            old: Vec::new(),
+            list,
+        }
+    }
+}
+
+impl FromIterator<Run> for Runs {
+    fn from_iter<I: IntoIterator<Item = Run>>(iter: I) -> Runs {
+        Runs::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl PartialEq for Runs {
+    fn eq(&self, other: &Runs) -> bool {
+        self.list == other.list
+            && self.old.len() == other.old.len()
+            && self
+                .old
+                .iter()
+                .zip(&other.old)
+                .all(|(a, b)| a.get() == b.get())
+    }
+}
+
+impl Serialize for Runs {
+    /// One array: the undecoded runs as they were, then the decoded ones.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.total()))?;
+        for raw in &self.old {
+            seq.serialize_element(raw)?;
+        }
+        for run in &self.list {
+            seq.serialize_element(run)?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Runs {
+    /// Every run decoded.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Runs, D::Error> {
+        Vec::<Run>::deserialize(d).map(Runs::from)
     }
 }
 

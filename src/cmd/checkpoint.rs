@@ -58,7 +58,7 @@ pub(crate) fn take(project: &Project, message: &str) -> Result<Taken> {
     let seen = seen(project, Detail::Files);
     let tree = seen.tree;
     let now = Utc::now();
-    let number = project.modify(|s| {
+    let number = project.modify_recent(|s| {
         Ok(ops::keeping_git_if_unknown(s, seen.unknown, |s| {
             ops::add_checkpoint(s, message.clone(), tree.as_ref(), now)
         }))

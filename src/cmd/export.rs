@@ -33,7 +33,7 @@ pub fn run(args: ExportArgs) -> Result<i32> {
             ));
         }
         // The file's text alone, on stdout: nothing is written, so no lock is needed.
-        let session = project.load()?;
+        let session = project.load_recent()?;
         let (repo, tree) = live(&project, detail(&session));
         let limit = chosen.first().and_then(|a| a.read_limit);
         let (content, _) = export::content_within(&session, tree.as_ref(), repo.as_ref(), limit);
@@ -72,7 +72,7 @@ pub fn run(args: ExportArgs) -> Result<i32> {
             Ok(())
         };
         if args.check {
-            let session = project.load()?;
+            let session = project.load_recent()?;
             let mut stale = false;
             for target in &targets {
                 let shown = display(&target.path, &cwd);
@@ -114,7 +114,7 @@ pub fn run(args: ExportArgs) -> Result<i32> {
     if chosen.is_empty() {
         return nothing_in_use();
     }
-    let (repo, tree) = live(&project, detail(&project.load()?));
+    let (repo, tree) = live(&project, detail(&project.load_recent()?));
     let mut code = 0;
     let mut written: Vec<PathBuf> = Vec::new();
     for agent in &chosen {

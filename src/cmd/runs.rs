@@ -292,10 +292,26 @@ pub fn run(args: RunsArgs) -> Result<i32> {
         return all(&args);
     }
     let project = project()?;
-    let mut session = project.load()?;
     if let Some(n) = &args.number {
-        return one(&project, &session, n, args.json);
+        // Only the run asked for is decoded; the latest is the last run the summary keeps
+        // (when it matches the file), which is all that is read then.
+        let wanted: usize = n.trim().parse().unwrap_or(0);
+        let latest = crate::session::summary::fresh(&project)
+            .filter(|s| wanted > 0 && s.run_count == wanted)
+            .and_then(|s| s.session.runs.into_decoded().pop())
+            .map(|run| (wanted, Some(run)));
+        let (count, run) = match latest {
+            Some(found) => found,
+            None => project.load_run(wanted)?,
+        };
+        let number = number_of(n, count)?;
+        let run = run.ok_or_else(|| Error::Damaged {
+            path: project.session_path(),
+            problem: format!("run #{number} cannot be read"),
+        })?;
+        return one(&project, number, run, args.json);
     }
+    let mut session = project.load()?;
     if args.json {
         // Old runs' details come back from `.pas-agent/history.jsonl`, in one pass over it.
         if let Some(why) = history::fill_runs(&project, &mut session.runs) {
@@ -421,12 +437,11 @@ struct OneJson<'a> {
     run: &'a Run,
 }
 
-/// Run `selector` (1-based, as the list numbers runs) of `session`, or a usage error that says
-/// how many there are.
-fn find<'a>(session: &'a crate::session::Session, selector: &str) -> Result<(usize, &'a Run)> {
-    let count = session.runs.len();
+/// The run number `selector` names (1-based, as the list numbers runs) of a session of
+/// `count` runs, or a usage error that says how many there are.
+fn number_of(selector: &str, count: usize) -> Result<usize> {
     match selector.trim().parse::<usize>() {
-        Ok(n) if (1..=count).contains(&n) => Ok((n, &session.runs[n - 1])),
+        Ok(n) if (1..=count).contains(&n) => Ok(n),
         Ok(n) => Err(Error::Usage(format!(
             "there is no run #{n}: the session has {} (see `pas-agent runs`)",
             crate::display::count(count, "run", "runs")
@@ -439,15 +454,9 @@ fn find<'a>(session: &'a crate::session::Session, selector: &str) -> Result<(usi
 }
 
 /// `runs N`: one run in full.
-fn one(
-    project: &crate::session::Project,
-    session: &crate::session::Session,
-    selector: &str,
-    json: bool,
-) -> Result<i32> {
-    let (number, r) = find(session, selector)?;
+fn one(project: &crate::session::Project, number: usize, r: Run, json: bool) -> Result<i32> {
     // An old run's details come back from `.pas-agent/history.jsonl`.
-    let mut full = [r.clone()];
+    let mut full = [r];
     if let Some(why) = history::fill_runs(project, &mut full) {
         warn_unreadable(&why);
     }

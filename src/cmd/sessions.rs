@@ -59,7 +59,7 @@ pub fn run(args: SessionsArgs) -> Result<i32> {
     // the directory you are in.
     let (root, runs) = match Project::find_opt(&here) {
         Some(p) => {
-            let runs = p.load()?.runs;
+            let runs = p.load()?.runs.into_decoded();
             (p.root, runs)
         }
         None => (here.clone(), Vec::new()),

@@ -41,7 +41,7 @@ pub fn run(args: UpdateArgs) -> Result<i32> {
 pub(crate) fn apply(project: &Project, update: &Update) -> Result<TaskState> {
     let seen = seen(project, Detail::Dirty);
     let now = Utc::now();
-    project.modify(|s| {
+    project.modify_recent(|s| {
         ops::apply_update(&mut s.task, update)?;
         if !seen.unknown {
             ops::set_git(s, seen.tree.as_ref().map(|t| t.git_ref()));

@@ -289,7 +289,8 @@ pub fn export(
     repo: Option<&Repo>,
 ) -> Result<Report> {
     let _guard = project.lock()?;
-    let session = project.load()?;
+    // The block names only the latest runs: old ones stay undecoded.
+    let session = project.load_recent()?;
     write(&session, target, force, now, repo)
 }
 

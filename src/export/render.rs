@@ -331,16 +331,29 @@ win.\n\n",
 
     // The last runs that did work: a failed start or a session in which nothing was asked
     // (`result`) would only push them out.
-    let runs: Vec<&Run> = session
+    let shown = |r: &Run| r.state != RunState::Running && r.result.is_none();
+    let mut runs: Vec<std::borrow::Cow<'_, Run>> = session
         .runs
         .iter()
         .rev()
-        .filter(|r| r.state != RunState::Running && r.result.is_none())
+        .filter(|r| shown(r))
         .take(MAX_RUNS)
+        .map(std::borrow::Cow::Borrowed)
         .collect();
+    // Old runs left undecoded (`Project::load_recent`) come after, when the decoded ones
+    // are not enough.
+    for i in (0..session.runs.undecoded()).rev() {
+        if runs.len() == MAX_RUNS {
+            break;
+        }
+        if let Some(r) = crate::session::codec::decode_old(&session.runs, i).filter(|r| shown(r)) {
+            runs.push(std::borrow::Cow::Owned(r));
+        }
+    }
     if !runs.is_empty() {
         out.push_str("## Recent Agent Runs\n\n");
-        for run in runs.into_iter().rev() {
+        for run in runs.iter().rev() {
+            let run: &Run = run;
             let _ = writeln!(out, "- {}", run_line(run));
             run_words(&mut out, run, words);
             run_work(&mut out, run, words);
@@ -729,6 +742,43 @@ mod tests {
             ]
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn old_runs_left_undecoded_are_listed_when_the_recent_ones_did_no_work() {
+        // Two old runs' skeletons, then ten failed starts: the block lists the two old runs,
+        // whether the session was read whole or with its old runs left undecoded.
+        let t = "2026-11-30T10:00:00Z";
+        let run = |i: usize, skeleton: bool| {
+            let mut r = serde_json::json!({
+                "id": format!("00000000-0000-4000-8000-{i:012}"), "agent": "codex",
+                "argv": ["codex"], "cwd": "/w", "state": "finished", "started_at": t,
+                "duration_ms": 1000 * i, "exit_code": 0, "commits": [], "files_changed": []
+            });
+            if skeleton {
+                r["files_changed_total"] = 3.into();
+                r["commits_total"] = 1.into();
+                r["details_in_history"] = true.into();
+            } else {
+                r["result"] = "failed_start".into();
+            }
+            r
+        };
+        let runs: Vec<_> = (0..12).map(|i| run(i, i < 2)).collect();
+        let text = serde_json::to_string_pretty(&serde_json::json!({
+            "schema_version": 1, "id": "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b",
+            "project_name": "p", "created_at": t, "updated_at": t,
+            "task": { "description": "d" }, "runs": runs
+        }))
+        .unwrap();
+        let path = std::path::Path::new("session.json");
+        let full = crate::session::codec::parse(path, text.as_bytes()).unwrap();
+        let recent = crate::session::codec::parse_recent(path, text.as_bytes()).unwrap();
+        assert_eq!(recent.runs.undecoded(), 2);
+        let md = render(&recent, None, None);
+        assert_eq!(md, render(&full, None, None));
+        assert!(md.contains("## Recent Agent Runs"), "{md}");
+        assert_eq!(md.matches("codex").count(), 2, "{md}");
     }
 
     #[test]

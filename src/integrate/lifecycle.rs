@@ -177,7 +177,8 @@ fn inside_run(project: &Project) -> bool {
     let Ok(id) = std::env::var(crate::launch::RUN_ID_ENV) else {
         return false;
     };
-    let Ok(session) = project.load() else {
+    // A running run is never one of the old runs `load_recent` leaves undecoded.
+    let Ok(session) = project.load_recent() else {
         // Cannot tell: recording nothing is the safe side of "never twice".
         return true;
     };
@@ -278,7 +279,8 @@ const REFRESH_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(
 fn give_context(project: &Project, integration: &Integration) -> Result<(), String> {
     use crate::export::delivery;
     let agent = integration.agent;
-    let mut session = project.load().map_err(|e| e.to_string())?;
+    // The block names only the latest runs: old ones stay undecoded.
+    let mut session = project.load_recent().map_err(|e| e.to_string())?;
     let before = delivery::held(agent, &project.root, &session);
     // The session the block was refreshed from (read again under the lock: a run recorded in
     // between is in it) is the one checked and given below.
@@ -344,7 +346,7 @@ fn refresh(
 ) -> Result<crate::session::Session, String> {
     let _guard = crate::session::lock::acquire_existing(&project.state_dir(), REFRESH_LOCK_WAIT)
         .map_err(|e| e.to_string())?;
-    let session = project.load().map_err(|e| e.to_string())?;
+    let session = project.load_recent().map_err(|e| e.to_string())?;
     crate::export::refresh_blocks(&session, agent, &project.root, stale)?;
     Ok(session)
 }

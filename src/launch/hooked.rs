@@ -424,7 +424,7 @@ fn refresh_blocks(project: &Project, agent: &'static Agent) -> Result<(), String
         crate::session::lock::timeout(),
     )
     .map_err(|e| e.to_string())?;
-    let session = project.load().map_err(|e| e.to_string())?;
+    let session = project.load_recent().map_err(|e| e.to_string())?;
     let held = crate::export::delivery::held(agent, &project.root, &session);
     if held.stale.is_empty() {
         return Ok(());

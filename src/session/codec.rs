@@ -117,6 +117,105 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
     }
 }
 
+/// The largest run left undecoded by [`parse_recent`], in bytes: a skeleton is 1 to 1.5 KB; a
+/// larger run that says its details are in the history file got some back (a merge with a
+/// branch that had not moved them) and is decoded, so that the next save moves them again.
+pub const MAX_UNDECODED_RUN: usize = 4096;
+
+/// Whether the run whose JSON is `raw` is an old run's skeleton that [`parse_recent`] may
+/// leave undecoded: its details are in the history file (as pas-agent writes the marker), it
+/// is small ([`MAX_UNDECODED_RUN`]) and nothing in it says `"running"` (so it is not a running
+/// run, which every command that changes the session reads).
+fn stays_undecoded(raw: &str) -> bool {
+    raw.len() <= MAX_UNDECODED_RUN
+        && raw.contains("\"details_in_history\": true")
+        && !raw.contains("\"running\"")
+}
+
+/// Parses the bytes of a session file as [`parse`] does, but leaves its leading old runs'
+/// skeletons ([`stays_undecoded`]) undecoded: they are kept as the file holds them and written
+/// back byte for byte ([`crate::model::Runs`]). For commands that never read old runs
+/// (`update`, `checkpoint`, `export`, `runs N` of a recent run): their cost then does not grow
+/// with the number of runs. The rest of the file is read and checked as [`parse`] reads it.
+///
+/// Errors: those of [`parse`], found on the whole file (so a message names the line where the
+/// problem is).
+pub fn parse_recent(path: &Path, bytes: &[u8]) -> Result<Session> {
+    let Some((rest, old)) = split_old_runs(bytes) else {
+        return parse(path, bytes);
+    };
+    match parse(path, rest.as_bytes()) {
+        Ok(mut s) => {
+            let list = std::mem::take(&mut s.runs).into_decoded();
+            s.runs = crate::model::Runs::with_undecoded(old, list);
+            Ok(s)
+        }
+        Err(_) => parse(path, bytes),
+    }
+}
+
+/// How many runs a session file holds, and run `number` (1-based; `None` when out of range)
+/// decoded and checked as [`parse`] would ([`decode_run`]), without decoding anything else:
+/// for `runs N`, whose cost then does not grow with the session. The rest of the file is only
+/// scanned (it must be JSON, and of a schema version this build reads). `None` when the file
+/// does not read that way or the run does not pass: [`parse`] then says why.
+pub fn one_run(bytes: &[u8], number: usize) -> Option<(usize, Option<crate::model::Run>)> {
+    #[derive(Deserialize)]
+    struct Runs<'a> {
+        #[serde(default)]
+        schema_version: Option<u64>,
+        #[serde(borrow, default)]
+        runs: Vec<&'a serde_json::value::RawValue>,
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let file: Runs<'_> = serde_json::from_str(text).ok()?;
+    if file
+        .schema_version
+        .is_some_and(|v| v != u64::from(SCHEMA_VERSION))
+    {
+        return None;
+    }
+    let run = match number.checked_sub(1).and_then(|i| file.runs.get(i)) {
+        Some(raw) => Some(decode_run(raw.get())?),
+        None => None,
+    };
+    Some((file.runs.len(), run))
+}
+
+/// The text of a session file without its leading runs that [`stays_undecoded`], and those
+/// runs as they were; `None` when there are none or the file does not read as an object with
+/// one `runs` array (then [`parse`] reads it, and says what is wrong).
+fn split_old_runs(bytes: &[u8]) -> Option<(String, Vec<Box<serde_json::value::RawValue>>)> {
+    #[derive(Deserialize)]
+    struct Split<'a> {
+        #[serde(borrow, default)]
+        runs: Vec<&'a serde_json::value::RawValue>,
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let split: Split<'_> = serde_json::from_str(text).ok()?;
+    let k = split
+        .runs
+        .iter()
+        .take_while(|r| stays_undecoded(r.get()))
+        .count();
+    if k == 0 {
+        return None;
+    }
+    // The runs borrow from `text`: their offsets in it.
+    let at = |s: &str| (s.as_ptr() as usize).checked_sub(text.as_ptr() as usize);
+    let start = at(split.runs[0].get())?;
+    // Up to the first decoded run, or the end of the last old one (the array is then empty).
+    let end = match split.runs.get(k) {
+        Some(next) => at(next.get())?,
+        None => at(split.runs[k - 1].get())? + split.runs[k - 1].get().len(),
+    };
+    let mut rest = String::with_capacity(text.len() - (end - start) + 2);
+    rest.push_str(text.get(..start)?);
+    rest.push_str(text.get(end..)?);
+    let old = split.runs[..k].iter().map(|r| (*r).to_owned()).collect();
+    Some((rest, old))
+}
+
 /// A stored path in the one form pas-agent records (top-relative, `/`-separated, as git
 /// prints it): a path written with backslashes (`sub\dir\f.txt`, by a tool on Windows)
 /// becomes `sub/dir/f.txt`, and `./` prefixes, `/./` and doubled separators go. A trailing `/`
@@ -182,7 +281,7 @@ fn portable_paths(session: &mut Session) {
     for cp in &mut session.checkpoints {
         portable_files(&mut cp.files_changed);
     }
-    for run in &mut session.runs {
+    for run in session.runs.iter_mut() {
         portable_run(run);
     }
 }
@@ -215,39 +314,64 @@ pub fn portable_run(run: &mut crate::model::Run) {
 ///
 /// Errors: the field (as `checkpoints[2].files_changed_total`) and what it holds.
 pub fn counts(session: &Session) -> Result<(), String> {
-    fn total(extra: &Extra, at: &str) -> Result<(), String> {
-        match extra.get(super::bound::TOTAL_KEY) {
-            Some(v) if super::exact::count(v).is_none() => Err(format!(
-                "field `{at}.{}`: {v} is not a whole number of files",
-                super::bound::TOTAL_KEY
-            )),
-            _ => Ok(()),
-        }
-    }
-    fn files(list: &[FileState], at: &str) -> Result<(), String> {
-        for (i, f) in list.iter().enumerate() {
-            if let Some(v) = f.extra.get(super::bound::FILES_KEY)
-                && super::exact::count(v).is_none_or(|n| n == 0)
-            {
-                return Err(format!(
-                    "field `{at}[{i}].{}`: {v} is not a whole number of files",
-                    super::bound::FILES_KEY
-                ));
-            }
-        }
-        Ok(())
-    }
     for (i, cp) in session.checkpoints.iter().enumerate() {
         let at = format!("checkpoints[{i}]");
         total(&cp.extra, &at)?;
         files(&cp.files_changed, &format!("{at}.files_changed"))?;
     }
+    let old = session.runs.undecoded();
     for (i, run) in session.runs.iter().enumerate() {
-        let at = format!("runs[{i}]");
-        total(&run.extra, &at)?;
-        files(&run.files_changed, &format!("{at}.files_changed"))?;
+        run_counts(run, &format!("runs[{}]", old + i))?;
     }
     Ok(())
+}
+
+/// [`counts`] of one run, `at` naming it (`runs[3]`).
+fn run_counts(run: &crate::model::Run, at: &str) -> Result<(), String> {
+    total(&run.extra, at)?;
+    files(&run.files_changed, &format!("{at}.files_changed"))
+}
+
+fn total(extra: &Extra, at: &str) -> Result<(), String> {
+    match extra.get(super::bound::TOTAL_KEY) {
+        Some(v) if super::exact::count(v).is_none() => Err(format!(
+            "field `{at}.{}`: {v} is not a whole number of files",
+            super::bound::TOTAL_KEY
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn files(list: &[FileState], at: &str) -> Result<(), String> {
+    for (i, f) in list.iter().enumerate() {
+        if let Some(v) = f.extra.get(super::bound::FILES_KEY)
+            && super::exact::count(v).is_none_or(|n| n == 0)
+        {
+            return Err(format!(
+                "field `{at}[{i}].{}`: {v} is not a whole number of files",
+                super::bound::FILES_KEY
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The run at `index` of those `runs` left undecoded ([`crate::model::Runs::undecoded`]) as a
+/// full load gives it ([`decode_run`]); `None` when out of range or when it does not pass a
+/// full load's checks.
+pub fn decode_old(runs: &crate::model::Runs, index: usize) -> Option<crate::model::Run> {
+    decode_run(runs.undecoded_json(index)?)
+}
+
+/// One run left undecoded by [`parse_recent`], decoded and checked as [`parse`] decodes and
+/// checks the runs of a file (exact values, counts), its paths in the portable form; `None`
+/// when it does not pass (a full [`parse`] then says why).
+pub fn decode_run(raw: &str) -> Option<crate::model::Run> {
+    let mut run: crate::model::Run = serde_json::from_str(raw).ok()?;
+    super::exact::check(raw).ok()?;
+    run_counts(&run, "").ok()?;
+    portable_run(&mut run);
+    Some(run)
 }
 
 /// Whether `text` holds a git conflict (see `super::merge::split_conflict`).
@@ -424,6 +548,129 @@ mod tests {
             );
             let r = parse(&p(), text.as_bytes());
             assert_eq!(r.is_ok(), ok, "files {files}, total {total}: {r:?}");
+        }
+    }
+
+    /// A run as `pas-agent` writes it: an old run's skeleton (its details in the history
+    /// file) when `skeleton`, else a run with a commit and a file.
+    fn run_json(i: usize, state: &str, skeleton: bool) -> serde_json::Value {
+        let mut r = serde_json::json!({
+            "id": format!("00000000-0000-4000-8000-{i:012}"), "agent": "codex",
+            "argv": ["codex", "exec", "fix it"], "cwd": "/w", "state": state,
+            "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:07:00Z",
+            "duration_ms": 420000, "exit_code": 0, "signal": null,
+            "commits": [], "files_changed": [], "agent_session_id": format!("s-{i}")
+        });
+        if skeleton {
+            r["files_changed_total"] = 2.into();
+            r["commits_total"] = 1.into();
+            r["details_in_history"] = true.into();
+        } else {
+            r["commits"] = serde_json::json!([{"id": "abc", "summary": "work"}]);
+            r["files_changed"] = serde_json::json!([{"path": "a.txt", "status": "Added"}]);
+        }
+        r
+    }
+
+    /// The text of a session holding `runs`, as pas-agent writes it.
+    fn with_runs(runs: Vec<serde_json::Value>) -> String {
+        let mut s: serde_json::Value = serde_json::from_str(minimal()).unwrap();
+        s["runs"] = runs.into();
+        let s = parse(&p(), s.to_string().as_bytes()).unwrap();
+        String::from_utf8(to_json(&s).unwrap()).unwrap() + "\n"
+    }
+
+    #[test]
+    fn old_skeletons_stay_undecoded_and_are_written_back_byte_for_byte() {
+        // Skeletons, one of them holding a field this build would write back differently
+        // once decoded (`1E2` as `100.0`, the array on several lines); then a skeleton that
+        // says it is running, which is decoded, and so is every run after it.
+        let mut runs: Vec<_> = (0..3).map(|i| run_json(i, "finished", true)).collect();
+        runs.push(run_json(3, "running", true));
+        runs.push(run_json(4, "abandoned", true));
+        runs.push(run_json(5, "finished", false));
+        let text = with_runs(runs).replacen(
+            "\"details_in_history\": true",
+            "\"a_future_field\": [1E2, {\"z\": 1}],\n      \"details_in_history\": true",
+            1,
+        );
+        let recent = parse_recent(&p(), text.as_bytes()).unwrap();
+        assert_eq!(recent.runs.undecoded(), 3);
+        assert_eq!(recent.runs.total(), 6);
+        assert_eq!(recent.runs.len(), 3);
+        assert_eq!(recent.runs[0].state, crate::model::RunState::Running);
+        let mut out = to_json(&recent).unwrap();
+        out.push(b'\n');
+        assert_eq!(String::from_utf8(out).unwrap(), text);
+        // Decoded, the same session (which is written back differently).
+        let full = parse(&p(), text.as_bytes()).unwrap();
+        assert_eq!(full.runs.total(), 6);
+        assert_ne!(
+            String::from_utf8(to_json(&full).unwrap()).unwrap() + "\n",
+            text
+        );
+        let old = decode_old(&recent.runs, 0).unwrap();
+        assert_eq!(old, full.runs[0]);
+        assert_eq!(
+            old.extra["a_future_field"],
+            serde_json::json!([100.0, {"z": 1}])
+        );
+        assert_eq!(recent.runs[..], full.runs[3..]);
+        let (mut a, mut b) = (recent.clone(), full.clone());
+        a.runs = Vec::new().into();
+        b.runs = Vec::new().into();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn only_small_skeletons_leading_the_runs_stay_undecoded() {
+        // A run that got its details back (larger than a skeleton) is decoded, so that the
+        // next save moves them again; so are the runs after a decoded one.
+        let mut big = run_json(0, "finished", true);
+        big["last_message"] = "x".repeat(MAX_UNDECODED_RUN).into();
+        let text = with_runs(vec![big, run_json(1, "finished", true)]);
+        assert_eq!(
+            parse_recent(&p(), text.as_bytes())
+                .unwrap()
+                .runs
+                .undecoded(),
+            0
+        );
+        let text = with_runs(vec![
+            run_json(0, "finished", false),
+            run_json(1, "finished", true),
+        ]);
+        assert_eq!(
+            parse_recent(&p(), text.as_bytes())
+                .unwrap()
+                .runs
+                .undecoded(),
+            0
+        );
+        let text = with_runs(vec![run_json(0, "finished", true)]);
+        let s = parse_recent(&p(), text.as_bytes()).unwrap();
+        assert_eq!((s.runs.undecoded(), s.runs.len()), (1, 0));
+        assert_eq!(
+            String::from_utf8(to_json(&s).unwrap()).unwrap() + "\n",
+            text
+        );
+    }
+
+    #[test]
+    fn a_damaged_file_loaded_recent_names_the_problem_where_it_is() {
+        let mut runs: Vec<_> = (0..3).map(|i| run_json(i, "finished", true)).collect();
+        runs.push(run_json(3, "finished", false));
+        let text = with_runs(runs);
+        for bad in [
+            text.replacen("\"duration_ms\": 420000", "\"duration_ms\": \"long\"", 4),
+            text.replace("\"project_name\": \"p\"", "\"project_name\": 5"),
+            text[..text.len() - 40].to_string(),
+            format!("<<<<<<< ours\n{text}=======\n{text}>>>>>>> theirs\n"),
+        ] {
+            let want = parse(&p(), bad.as_bytes()).unwrap_err().to_string();
+            let got = parse_recent(&p(), bad.as_bytes()).unwrap_err().to_string();
+            assert_eq!(got, want);
+            assert!(got.contains("/x/.pas-agent/session.json"), "{got}");
         }
     }
 

@@ -20,7 +20,13 @@
 //!    latest 5 that the context block lists, and running ones) keep a skeleton of 1 to
 //!    1.5 KB in `session.json` (every run stays, in its place) and move their commits, file
 //!    lists, transcripts and other large fields to one line each in the same file; `runs N`
-//!    and `runs --json` read them back.
+//!    and `runs --json` read them back. Commands that read no old run (`update`,
+//!    `checkpoint`, `export`, `runs N` of a recent run, a rebuilt summary, the hooks'
+//!    inside-a-run check) load the file with its leading skeletons left undecoded
+//!    ([`store::Project::load_recent`], [`codec::parse_recent`]): scanned, kept as the raw
+//!    JSON they were and written back byte for byte ([`crate::model::Runs`]), so what those
+//!    commands cost barely grows with the number of runs (a scan is about a twelfth of a
+//!    decode).
 //! 3. **A summary for readers** ([`summary`]): every save also writes a small summary (the
 //!    session with only its latest checkpoint and its live runs, plus counts) outside the work
 //!    tree, keyed by the session file's path and stamped with its `stat` identity. The prompt,
@@ -36,11 +42,12 @@
 //!    that lacks it. Without it, a conflicted file is [`crate::error::Error::Unmerged`]
 //!    (exit 7), never "damaged", and `pas-agent resolve` merges the two sides.
 //!
-//! Rejected: lazy parsing of old checkpoints (serde_json `RawValue`) still reads and rewrites
-//! every byte on each change, and a file whose checkpoints are copied rather than decoded
-//! escapes the exact-value checks ([`exact`]); a session split into many files breaks the
-//! original's reading of `session.json` as the whole record, and merges worse than one file
-//! with a driver.
+//! Rejected: lazy parsing of old checkpoints (serde_json `RawValue`): their bulk is already in
+//! the history file, and what is left is read by most commands. (Old runs' skeletons are left
+//! undecoded, above: they are not read by the commands that change the session most, and what
+//! is written back as it was needs no exact-value check ([`exact`]); one that is decoded gets
+//! it ([`codec::decode_run`]).) A session split into many files breaks the original's reading
+//! of `session.json` as the whole record, and merges worse than one file with a driver.
 
 pub mod backup;
 pub mod bound;

@@ -24,7 +24,7 @@ pub fn new_session(project_name: String, description: String, now: DateTime<Utc>
         },
         git: None,
         checkpoints: Vec::new(),
-        runs: Vec::new(),
+        runs: crate::model::Runs::default(),
         extra: Default::default(),
     }
 }

@@ -56,7 +56,8 @@ fn rebuild(project: &Project) -> crate::error::Result<Summary> {
     // The identity is taken before the read: if the file changes meanwhile, the summary
     // records the older identity and is never used for the newer file.
     let before = Identity::of(&session_path);
-    let session = project.load()?;
+    // Old runs stay undecoded: the summary counts them and holds none of them.
+    let session = project.load_recent()?;
     let summary = Summary::of(
         &session,
         before.unwrap_or(Identity {

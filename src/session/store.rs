@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::codec::{parse, to_json};
+use super::codec::{parse, parse_recent, to_json};
 use super::lock::{self, LockGuard};
 pub use super::project::{Project, SESSION_FILE, STATE_DIR};
 use crate::error::{Error, Result};
@@ -39,14 +39,15 @@ impl LineEnds {
     }
 
     /// `json` (pas-agent's own output: every newline is a line end, strings hold none raw)
-    /// with these line ends.
+    /// with these line ends. A line that already ends in `\r\n` (an old run written back as
+    /// it was, from a file with CRLF) keeps it.
     pub fn apply(self, json: Vec<u8>) -> Vec<u8> {
         match self {
             LineEnds::Lf => json,
             LineEnds::CrLf => {
                 let mut out = Vec::with_capacity(json.len() + json.len() / 16);
                 for b in json {
-                    if b == b'\n' {
+                    if b == b'\n' && out.last() != Some(&b'\r') {
                         out.push(b'\r');
                     }
                     out.push(b);
@@ -90,12 +91,44 @@ impl Project {
         self.load_up_to(MAX_SESSION_BYTES)
     }
 
+    /// Loads the session as [`Project::load`] does, but with the leading old runs' skeletons
+    /// left undecoded ([`super::codec::parse_recent`]): `session.runs` then holds only the
+    /// runs after them ([`crate::model::Runs`]). For commands that read no old run.
+    ///
+    /// Errors: those of [`Project::load`].
+    pub fn load_recent(&self) -> Result<Session> {
+        self.load_bytes_with(MAX_SESSION_BYTES, parse_recent)
+            .map(|(s, _)| s)
+    }
+
+    /// How many runs the session has and run `number` (1-based; `None` when out of range),
+    /// decoding nothing else ([`super::codec::one_run`]), for `runs N`.
+    ///
+    /// Errors: those of [`Project::load`] (a file that is not JSON, or whose run `number`
+    /// does not read, is read in full to say why).
+    pub fn load_run(&self, number: usize) -> Result<(usize, Option<crate::model::Run>)> {
+        self.load_bytes_with(
+            MAX_SESSION_BYTES,
+            |path, bytes| match super::codec::one_run(bytes, number) {
+                Some(found) => Ok(found),
+                None => parse(path, bytes).map(|s| {
+                    let run = number.checked_sub(1).and_then(|i| s.runs.get(i)).cloned();
+                    (s.runs.total(), run)
+                }),
+            },
+        )
+        .map(|(found, _)| found)
+    }
+
     /// Loads the session for a change: like [`Project::load`], but a file above the limit
     /// (up to [`crate::limits::SESSION_RECOVERY_BYTES`]) is still read, so that a change that
     /// shrinks it (`remove`) can bring it back under the limit; [`Project::save`] refuses any
     /// result above the limit.
-    fn load_for_change(&self) -> Result<(Session, LineEnds)> {
-        self.load_bytes(crate::limits::SESSION_RECOVERY_BYTES)
+    fn load_for_change(
+        &self,
+        parse: fn(&Path, &[u8]) -> Result<Session>,
+    ) -> Result<(Session, LineEnds)> {
+        self.load_bytes_with(crate::limits::SESSION_RECOVERY_BYTES, parse)
             .map(|(s, bytes)| (s, LineEnds::of(&bytes)))
     }
 
@@ -104,6 +137,14 @@ impl Project {
     }
 
     fn load_bytes(&self, cap: u64) -> Result<(Session, Vec<u8>)> {
+        self.load_bytes_with(cap, parse)
+    }
+
+    fn load_bytes_with<T>(
+        &self,
+        cap: u64,
+        parse: impl FnOnce(&Path, &[u8]) -> Result<T>,
+    ) -> Result<(T, Vec<u8>)> {
         let path = self.session_path();
         if let Some(problem) = self.not_a_session_file() {
             return Err(Error::Damaged { path, problem });
@@ -208,6 +249,13 @@ impl Project {
         self.modify_within(lock::timeout(), change)
     }
 
+    /// [`Project::modify`] for a change that reads no old run: `change` gets the session as
+    /// [`Project::load_recent`] gives it, and the old runs left undecoded are written back as
+    /// they were (`update`, `checkpoint`).
+    pub fn modify_recent<T>(&self, change: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        self.modify_as(lock::timeout(), Save::Settled, parse_recent, change)
+    }
+
     /// [`Project::modify`], waiting up to `limit` for the lock: for a write that must not be
     /// lost to a busy moment (a run's after-record).
     pub fn modify_within<T>(
@@ -215,7 +263,7 @@ impl Project {
         limit: std::time::Duration,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
-        self.modify_as(limit, Save::Settled, change)
+        self.modify_as(limit, Save::Settled, parse, change)
     }
 
     /// [`Project::modify`] for a change that a settled save completes soon: a run's `running`
@@ -226,16 +274,17 @@ impl Project {
         &self,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
-        self.modify_as(lock::timeout(), Save::Provisional, change)
+        self.modify_as(lock::timeout(), Save::Provisional, parse, change)
     }
 
     fn modify_as<T>(
         &self,
         limit: std::time::Duration,
         how: Save,
+        parse: fn(&Path, &[u8]) -> Result<Session>,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
-        let (_guard, mut session, ends) = self.lock_and_load_within(limit)?;
+        let (_guard, mut session, ends) = self.lock_and_load_within(limit, parse)?;
         let out = change(&mut session)?;
         self.save_changed(&mut session, ends, how)?;
         Ok(out)
@@ -246,6 +295,7 @@ impl Project {
     fn lock_and_load_within(
         &self,
         limit: std::time::Duration,
+        parse: fn(&Path, &[u8]) -> Result<Session>,
     ) -> Result<(LockGuard, Session, LineEnds)> {
         // A session deleted meanwhile (say `rm -rf .pas-agent` during a run) must not come
         // back as a directory holding only a lock and a .gitignore: the lock is taken only in a
@@ -256,7 +306,7 @@ impl Project {
             });
         }
         let guard = lock::acquire_existing(&self.state_dir(), limit)?;
-        let (session, ends) = self.load_for_change()?;
+        let (session, ends) = self.load_for_change(parse)?;
         Ok((guard, session, ends))
     }
 
@@ -391,5 +441,11 @@ mod tests {
             b"{\r\n  \"a\": \"x\\ny\"\r\n}\r\n".to_vec()
         );
         assert_eq!(LineEnds::Lf.apply(json.clone()), json);
+        // An old run written back as it was in a CRLF file keeps its line ends, once.
+        let mixed = b"[\n  {\r\n    \"a\": 1\r\n  }\n]".to_vec();
+        assert_eq!(
+            LineEnds::CrLf.apply(mixed),
+            b"[\r\n  {\r\n    \"a\": 1\r\n  }\r\n]".to_vec()
+        );
     }
 }

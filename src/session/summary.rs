@@ -3,7 +3,8 @@
 //! (the design is in `super` (mod.rs)).
 //!
 //! A summary is the session with its checkpoints cut to the latest one and its runs cut to
-//! those still running plus the latest other one, with the full counts, and the `stat`
+//! those still running plus the latest other one (so its last run is the session's latest,
+//! which `runs N` reads from it), with the full counts, and the `stat`
 //! identity (size, modification time in nanoseconds, inode, device) of the `session.json` it
 //! was made from. It is written after every save ([`super::Project`]) and by a reader that had
 //! to load the whole file; a reader uses it only when `session.json`'s identity is the one
@@ -158,6 +159,14 @@ impl Summary {
             .filter(|(i, r)| r.state == RunState::Running || Some(*i) == last_other)
             .map(|(_, r)| r.clone())
             .collect();
+        // Every decoded run is running (or there is none): the latest other one is the last
+        // of those left undecoded (`Project::load_recent`), never running.
+        if last_other.is_none()
+            && let Some(last) = session.runs.undecoded().checked_sub(1)
+            && let Some(run) = super::codec::decode_old(&session.runs, last)
+        {
+            small.runs.insert(0, run);
+        }
         let mut files = String::new();
         if let Some(cp) = small.checkpoints.last_mut()
             && let Some(encoded) = rows::encode(&cp.files_changed)
@@ -168,7 +177,7 @@ impl Summary {
         Summary {
             source,
             checkpoint_count: session.checkpoints.len(),
-            run_count: session.runs.len(),
+            run_count: session.runs.total(),
             session: small,
             files,
         }
@@ -297,6 +306,48 @@ mod tests {
             .unwrap()
             .unpack()
             .unwrap()
+    }
+
+    #[test]
+    fn a_summary_counts_and_keeps_the_runs_left_undecoded() {
+        // Three old runs' skeletons, then a running run: the summary holds the running run
+        // and the latest other one (the last skeleton), and counts all four, however the
+        // session was read.
+        let t = "2026-11-30T10:00:00Z";
+        let runs: Vec<_> = (0..4)
+            .map(|i| {
+                let mut r = serde_json::json!({
+                    "id": format!("00000000-0000-4000-8000-{i:012}"), "agent": "codex",
+                    "argv": ["codex"], "cwd": "/w", "state": "finished", "started_at": t,
+                    "commits": [], "files_changed": []
+                });
+                if i < 3 {
+                    r["details_in_history"] = true.into();
+                } else {
+                    r["state"] = "running".into();
+                }
+                r
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&serde_json::json!({
+            "id": "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b", "project_name": "p",
+            "created_at": t, "updated_at": t, "task": {}, "runs": runs
+        }))
+        .unwrap();
+        let path = Path::new("session.json");
+        let full = crate::session::codec::parse(path, text.as_bytes()).unwrap();
+        let recent = crate::session::codec::parse_recent(path, text.as_bytes()).unwrap();
+        assert_eq!(recent.runs.undecoded(), 3);
+        let source = Identity {
+            len: 1,
+            mtime_ns: 2,
+            ino: 3,
+            dev: 4,
+        };
+        let (a, b) = (Summary::of(&recent, source), Summary::of(&full, source));
+        assert_eq!((a.run_count, b.run_count), (4, 4));
+        assert_eq!(a.session.runs.len(), 2);
+        assert_eq!(a.session, b.session);
     }
 
     #[test]

@@ -402,3 +402,126 @@ fn both_sides_moving_the_same_runs_merge_to_one_skeleton_and_readable_lines() {
     assert_eq!(sb.session()["runs"][0]["details_in_history"], true);
     assert_eq!(json_of(&sb, &["runs", "1", "--json"]), whole);
 }
+
+/// The text of `runs[..n]` in the session file, as it stands.
+fn old_runs_text(sb: &Sandbox, n: usize) -> String {
+    let text = sb.read(".pas-agent/session.json");
+    let start = text.find("\"runs\": [").unwrap();
+    let end = text
+        .match_indices("\"details_in_history\": true")
+        .nth(n - 1)
+        .unwrap()
+        .0;
+    text[start..end].to_string()
+}
+
+#[test]
+fn commands_that_read_no_old_run_write_old_skeletons_back_byte_for_byte() {
+    let sb = old_format_session(30);
+    sb.ok(&["update", "--discovery", "x"]);
+    // A field of a newer writer in the oldest skeleton, spelt as this build would not write
+    // it once decoded (`1E2` comes back as `100.0`, the array on several lines).
+    let text = sb.read(".pas-agent/session.json").replacen(
+        "\"details_in_history\": true",
+        "\"a_future_field\": [1E2, {\"z\": \"1\"}],\n      \"details_in_history\": true",
+        1,
+    );
+    sb.write(".pas-agent/session.json", &text);
+    let old = old_runs_text(&sb, 20);
+    assert!(old.contains("[1E2, {\"z\": \"1\"}]"), "{old}");
+    let all = json_of(&sb, &["runs", "--json"]);
+    let latest = json_of(&sb, &["runs", "30", "--json"]);
+    for args in [
+        &["update", "--discovery", "y"][..],
+        &["checkpoint", "m"],
+        &["export", "--to", "codex"],
+        &["status"],
+        &["runs", "30"],
+        &["runs", "25", "--json"],
+        &["runs", "3"],
+    ] {
+        sb.ok(args);
+        assert_eq!(old_runs_text(&sb, 20), old, "after {args:?}");
+    }
+    assert_eq!(json_of(&sb, &["runs", "30", "--json"]), latest);
+    assert_eq!(json_of(&sb, &["runs", "--json"]), all);
+    assert_eq!(
+        json_of(&sb, &["runs", "1", "--json"])["run"]["a_future_field"],
+        json!([100.0, {"z": "1"}])
+    );
+    // A run's number counts the old runs: 31 is the run just added.
+    sb.ok(&["run", "--no-pty", "--no-checkpoint", "--", "true"]);
+    assert_eq!(json_of(&sb, &["runs", "31", "--json"])["number"], 31);
+    assert_eq!(
+        json_of(&sb, &["runs", "--json"])["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        31
+    );
+}
+
+#[test]
+fn old_skeletons_of_a_crlf_session_keep_one_cr_per_line() {
+    let sb = old_format_session(15);
+    sb.ok(&["update", "--discovery", "x"]);
+    let all = json_of(&sb, &["runs", "--json"]);
+    let crlf = sb.read(".pas-agent/session.json").replace('\n', "\r\n");
+    sb.write(".pas-agent/session.json", &crlf);
+    sb.ok(&["update", "--discovery", "y"]);
+    let text = sb.read(".pas-agent/session.json");
+    assert!(!text.contains("\r\r"), "{text}");
+    assert_eq!(text.matches('\n').count(), text.matches("\r\n").count());
+    assert_eq!(json_of(&sb, &["runs", "--json"]), all);
+}
+
+#[test]
+fn a_damaged_old_skeleton_is_reported_by_the_commands_that_read_it() {
+    let sb = old_format_session(15);
+    sb.ok(&["update", "--discovery", "x"]);
+    // Not JSON: every command says so, naming the file, and nothing is rewritten.
+    let text = sb.read(".pas-agent/session.json");
+    let broken = text.replacen("\"commits_total\": 1,", "\"commits_total\": 1,,", 1);
+    sb.write(".pas-agent/session.json", &broken);
+    for args in [
+        &["update", "--discovery", "y"][..],
+        &["runs", "12"],
+        &["runs"],
+    ] {
+        let err = sb.fails(args, 5);
+        assert!(err.contains("session.json"), "{args:?}: {err}");
+    }
+    assert_eq!(sb.read(".pas-agent/session.json"), broken);
+    // A newer schema: `runs N`, which decodes one run, refuses it as `runs` does.
+    let newer = text.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1);
+    sb.write(".pas-agent/session.json", &newer);
+    let code = sb.run(&["runs"]).status.code();
+    assert_ne!(code, Some(0));
+    for args in [&["runs", "12"][..], &["runs", "1", "--json"]] {
+        assert_eq!(sb.run(args).status.code(), code, "{args:?}");
+    }
+    // A count that is not a whole number, or a number this build cannot keep exactly: the
+    // commands that decode the run refuse the file, naming it and the field; those that
+    // leave it undecoded write it back as it was.
+    for (from, to, field) in [
+        (
+            "\"files_changed_total\": ",
+            "\"files_changed_total\": 2.5, \"was\": ",
+            "runs[0].files_changed_total",
+        ),
+        (
+            "\"commits_total\": 1,",
+            "\"commits_total\": 1, \"n\": 1e-400,",
+            "line ",
+        ),
+    ] {
+        let wrong = text.replacen(from, to, 1);
+        sb.write(".pas-agent/session.json", &wrong);
+        for args in [&["runs", "1"][..], &["runs", "1", "--json"], &["runs"]] {
+            let err = sb.fails(args, 5);
+            assert!(err.contains("session.json") && err.contains(field), "{err}");
+        }
+        sb.ok(&["update", "--discovery", "y"]);
+        assert!(sb.read(".pas-agent/session.json").contains(to), "{to}");
+    }
+}
