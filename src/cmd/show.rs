@@ -35,7 +35,6 @@ pub fn run(args: ShowArgs) -> Result<i32> {
                     "cannot read .pas-agent/history.jsonl ({why}): the file list of this checkpoint kept there is not shown, only its count"
                 ));
                 damaged = Some(".pas-agent/history.jsonl cannot be read".to_owned());
-                full.extra.insert(history::DAMAGED_KEY.into(), true.into());
             }
             history::Moved::Missing => {}
         }

@@ -61,7 +61,7 @@ pub struct Pending {
     pub reason: String,
 }
 
-fn run_dir(root: &Path, run_id: &Uuid) -> PathBuf {
+pub(crate) fn run_dir(root: &Path, run_id: &Uuid) -> PathBuf {
     root.join(RUNS_DIR).join(run_id.to_string())
 }
 

@@ -101,8 +101,8 @@ pub struct Started {
     pub taken: Vec<String>,
     /// When the agent was started, once it was (set by the launcher).
     pub agent_started_at: Option<chrono::DateTime<Utc>>,
-    /// Whether the run's reserve was made (`outcome::reserve`): then the note that the agent
-    /// started goes there or nowhere.
+    /// Whether the run's reserve was made (`outcome::reserve`): when it is gone by the time
+    /// the agent started, the note is dropped.
     has_reserve: bool,
 }
 
@@ -164,9 +164,10 @@ pub fn agent_started_at(run: &Run) -> Option<Option<chrono::DateTime<Utc>>> {
 /// What notes that the agent of `started` was started: call it with the moment of the start.
 /// The note goes into the run's reserve ([`outcome::mark_started`]: no lock, no `fsync`),
 /// which the after-record, or the reconcile of a launcher that was lost, turns into
-/// [`AGENT_STARTED_KEY`]. Only for a run that has no reserve (it could not be made), a thread
-/// writes the key into the running record (a record no longer running is left alone; a
-/// failure is a warning).
+/// [`AGENT_STARTED_KEY`]. When the reserve could not be made or written, a thread writes the
+/// key into the running record (a record no longer running is left alone; a failure is a
+/// warning); when the reserve was made and is gone, the session was deleted with it, and the
+/// note is dropped.
 pub fn agent_started(
     project: &Project,
     started: &Started,
@@ -175,10 +176,13 @@ pub fn agent_started(
     let (run_id, nonce) = (started.run_id, started.nonce.clone());
     let has_reserve = started.has_reserve;
     move |at| {
+        if outcome::mark_started(&project.root, &run_id, at).is_ok() {
+            return;
+        }
         // A reserve that is gone now was removed with the session (`rm -rf .pas-agent` by the
-        // agent): the note is dropped, and nothing takes the lock that would make the state
-        // directory again.
-        if outcome::mark_started(&project.root, &run_id, at).is_ok() || has_reserve {
+        // agent): the note is dropped, and nothing takes the session lock.
+        let reserve = outcome::run_dir(&project.root, &run_id).join(outcome::RESERVE_FILE);
+        if has_reserve && std::fs::symlink_metadata(reserve).is_err() {
             return;
         }
         let write = move || {

@@ -135,8 +135,9 @@ fn stays_undecoded(raw: &str) -> bool {
 /// Parses the bytes of a session file as [`parse`] does, but leaves its leading old runs'
 /// skeletons ([`stays_undecoded`]) undecoded: they are kept as the file holds them and written
 /// back byte for byte ([`crate::model::Runs`]). For commands that never read old runs
-/// (`update`, `checkpoint`, `export`, `runs N` of a recent run): their cost then does not grow
-/// with the number of runs. The rest of the file is read and checked as [`parse`] reads it.
+/// (`update`, `checkpoint`, `export`, the hooks), on a file whose values were all checked
+/// before (`store::parse_recent_if_checked`): their cost then does not grow with the number of
+/// runs. The rest of the file is read and checked as [`parse`] reads it.
 ///
 /// Errors: those of [`parse`], found on the whole file (so a message names the line where the
 /// problem is).

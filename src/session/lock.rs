@@ -74,7 +74,7 @@ pub fn acquire_within(state_dir: &Path, limit: Duration) -> Result<LockGuard> {
 /// meanwhile, `rm -rf .pas-agent`) is not made again, so that no writer brings back a session
 /// its user removed.
 ///
-/// Errors: as [`acquire`]; [`Error::Io`] (not found) when the state directory is gone.
+/// Errors: as [`acquire`]; [`Error::NoSession`] when the state directory is gone.
 pub fn acquire_existing(state_dir: &Path, limit: Duration) -> Result<LockGuard> {
     acquire_in(state_dir, limit, false)
 }
@@ -85,18 +85,22 @@ fn acquire_in(state_dir: &Path, limit: Duration, create: bool) -> Result<LockGua
         _ => Path::new("."),
     };
     let guard = WriteGuard::new(root).map_err(|e| Error::io(root, e))?;
-    let real = if create {
-        guard.create_dir_all(state_dir, Named::ByUs, 0o777)
-    } else {
-        guard.check(state_dir, Named::ByUs)
+    let existing = match std::fs::metadata(state_dir) {
+        Err(_) if !create => {
+            return Err(Error::NoSession {
+                start: root.to_path_buf(),
+            });
+        }
+        Ok(m) if !create && m.is_dir() => Some(()),
+        _ => None,
+    };
+    // Something else than a directory there is said as it always was: `create_dir_all` makes
+    // nothing over it, and names what it is.
+    let real = match existing {
+        Some(()) => guard.check(state_dir, Named::ByUs),
+        None => guard.create_dir_all(state_dir, Named::ByUs, 0o777),
     }
     .map_err(|e| Error::write(state_dir, e))?;
-    if !create && !real.is_dir() {
-        return Err(Error::io(
-            state_dir,
-            std::io::Error::from(std::io::ErrorKind::NotFound),
-        ));
-    }
     ensure_gitignore_in(&guard, state_dir)?;
     let lock = lock_file(&guard, &state_dir.join(LOCK_FILE), limit)?;
     if lock.held {
@@ -286,7 +290,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let state = root.path().join(".pas-agent");
         let err = acquire_existing(&state, Duration::from_millis(50)).unwrap_err();
-        assert!(err.to_string().contains(".pas-agent"), "{err}");
+        assert!(matches!(err, Error::NoSession { .. }), "{err}");
         assert!(!state.exists());
         // `init`'s lock makes it; then the lock of an existing session is taken there.
         drop(acquire_within(&state, Duration::from_millis(50)).unwrap());

@@ -20,13 +20,14 @@
 //!    latest 5 that the context block lists, and running ones) keep a skeleton of 1 to
 //!    1.5 KB in `session.json` (every run stays, in its place) and move their commits, file
 //!    lists, transcripts and other large fields to one line each in the same file; `runs N`
-//!    and `runs --json` read them back. Commands that read no old run (`update`,
-//!    `checkpoint`, `export`, `runs N` of a recent run, a rebuilt summary, the hooks'
-//!    inside-a-run check) load the file with its leading skeletons left undecoded
-//!    ([`store::Project::load_recent`], [`codec::parse_recent`]): scanned, kept as the raw
-//!    JSON they were and written back byte for byte ([`crate::model::Runs`]), so what those
-//!    commands cost barely grows with the number of runs (a scan is about a twelfth of a
-//!    decode).
+//!    and `runs --json` read them back (`runs N` decodes only its run). Commands that read no
+//!    old run (`update`, `checkpoint`, `export`, the hooks' inside-a-run check) load the file
+//!    with its leading skeletons left undecoded ([`store::Project::load_recent`],
+//!    [`codec::parse_recent`]) when its stored summary matches it (pas-agent wrote it last, or
+//!    read it in full since: every value was checked; a file changed by anything else is read
+//!    in full once): scanned, kept as the raw JSON they were and written back byte for byte
+//!    ([`crate::model::Runs`]), so what those commands cost barely grows with the number of
+//!    runs (a scan is about a twelfth of a decode).
 //! 3. **A summary for readers** ([`summary`]): every save also writes a small summary (the
 //!    session with only its latest checkpoint and its live runs, plus counts) outside the work
 //!    tree, keyed by the session file's path and stamped with its `stat` identity. The prompt,

@@ -40,7 +40,7 @@ pub fn load_without_files(project: &Project) -> crate::error::Result<Session> {
 }
 
 /// The summary of `project`'s session: the stored one when it matches the file, else made from
-/// a full load (and stored for the next reader).
+/// a load that checks every value (and stored for the next reader).
 ///
 /// Errors: those of [`Project::load`].
 pub fn load(project: &Project) -> crate::error::Result<Summary> {
@@ -50,7 +50,9 @@ pub fn load(project: &Project) -> crate::error::Result<Summary> {
     }
 }
 
-/// The summary made from a full load of `project`'s session, stored for the next reader.
+/// The summary made from a load of `project`'s session that checks every value (no stored
+/// summary matches the file, so [`Project::load_recent`] reads it in full), stored for the next
+/// reader.
 fn rebuild(project: &Project) -> crate::error::Result<Summary> {
     let session_path = project.session_path();
     // The identity is taken before the read: if the file changes meanwhile, the summary

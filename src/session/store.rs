@@ -80,6 +80,19 @@ pub enum Save {
     Provisional,
 }
 
+/// [`parse_recent`] for a file pas-agent last wrote or read in full (a stored summary matches
+/// it, [`super::summary::matches_file`]), else [`parse`]: old runs' skeletons are left
+/// undecoded, and written back as they are, only once every value in them was checked, so a
+/// skeleton damaged by a hand edit or a merge is refused as a full load refuses it, never
+/// copied on into the last good copy `recover` restores.
+fn parse_recent_if_checked(path: &Path, bytes: &[u8]) -> Result<Session> {
+    if super::summary::matches_file(path) {
+        parse_recent(path, bytes)
+    } else {
+        parse(path, bytes)
+    }
+}
+
 impl Project {
     /// Loads the session without locking.
     ///
@@ -97,7 +110,7 @@ impl Project {
     ///
     /// Errors: those of [`Project::load`].
     pub fn load_recent(&self) -> Result<Session> {
-        self.load_bytes_with(MAX_SESSION_BYTES, parse_recent)
+        self.load_bytes_with(MAX_SESSION_BYTES, parse_recent_if_checked)
             .map(|(s, _)| s)
     }
 
@@ -253,7 +266,12 @@ impl Project {
     /// [`Project::load_recent`] gives it, and the old runs left undecoded are written back as
     /// they were (`update`, `checkpoint`).
     pub fn modify_recent<T>(&self, change: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
-        self.modify_as(lock::timeout(), Save::Settled, parse_recent, change)
+        self.modify_as(
+            lock::timeout(),
+            Save::Settled,
+            parse_recent_if_checked,
+            change,
+        )
     }
 
     /// [`Project::modify`], waiting up to `limit` for the lock: for a write that must not be

@@ -266,6 +266,29 @@ pub fn fresh(project: &Project) -> Option<Summary> {
     parse(&session_path, now)
 }
 
+/// Whether a stored summary was made from the session file at `session_path` as it is now: the
+/// file was then last written, or read in full, by pas-agent, every value in it checked. The
+/// summary found is kept for the next [`fresh`] of the same file.
+pub fn matches_file(session_path: &Path) -> bool {
+    let Some(now) = Identity::of(session_path) else {
+        return false;
+    };
+    let Ok(mut parsed) = PARSED.lock() else {
+        return false;
+    };
+    if matches!(parsed.as_ref(), Some((path, identity, _)) if path == session_path && *identity == now)
+    {
+        return true;
+    }
+    match parse(session_path, now) {
+        Some(summary) => {
+            *parsed = Some((session_path.to_path_buf(), now, summary));
+            true
+        }
+        None => false,
+    }
+}
+
 /// `f` of the summary of `project`'s session when one matches the file as it is now, which is
 /// kept for the next [`fresh`] of the same file.
 pub fn with_fresh<R>(project: &Project, f: impl FnOnce(&Summary) -> R) -> Option<R> {

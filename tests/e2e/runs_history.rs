@@ -427,6 +427,9 @@ fn commands_that_read_no_old_run_write_old_skeletons_back_byte_for_byte() {
         1,
     );
     sb.write(".pas-agent/session.json", &text);
+    // A file changed outside pas-agent is read in full once, every value checked (`status`
+    // keeps the summary of that read); from then on old skeletons stay undecoded.
+    sb.ok(&["status"]);
     let old = old_runs_text(&sb, 20);
     assert!(old.contains("[1E2, {\"z\": \"1\"}]"), "{old}");
     let all = json_of(&sb, &["runs", "--json"]);
@@ -500,9 +503,10 @@ fn a_damaged_old_skeleton_is_reported_by_the_commands_that_read_it() {
     for args in [&["runs", "12"][..], &["runs", "1", "--json"]] {
         assert_eq!(sb.run(args).status.code(), code, "{args:?}");
     }
-    // A count that is not a whole number, or a number this build cannot keep exactly: the
-    // commands that decode the run refuse the file, naming it and the field; those that
-    // leave it undecoded write it back as it was.
+    // A count that is not a whole number, or a number this build cannot keep exactly, put
+    // there by hand: every command refuses the file, naming it and the field, and nothing is
+    // rewritten — a change does not copy it on into the last good copy `recover` restores,
+    // which still restores the session.
     for (from, to, field) in [
         (
             "\"files_changed_total\": ",
@@ -521,7 +525,21 @@ fn a_damaged_old_skeleton_is_reported_by_the_commands_that_read_it() {
             let err = sb.fails(args, 5);
             assert!(err.contains("session.json") && err.contains(field), "{err}");
         }
+        for args in [
+            &["update", "--discovery", "y"][..],
+            &["checkpoint", "m"],
+            &["export", "--to", "codex"],
+        ] {
+            let err = sb.fails(args, 5);
+            assert!(
+                err.contains("session.json") && err.contains(field),
+                "{args:?}: {err}"
+            );
+        }
+        assert_eq!(sb.read(".pas-agent/session.json"), wrong);
+        sb.ok(&["recover"]);
+        sb.ok(&["runs", "1"]);
         sb.ok(&["update", "--discovery", "y"]);
-        assert!(sb.read(".pas-agent/session.json").contains(to), "{to}");
+        assert!(!sb.read(".pas-agent/session.json").contains(to), "{to}");
     }
 }
