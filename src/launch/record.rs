@@ -830,6 +830,9 @@ pub fn finish(
     };
     let finished = match project.modify_within(patience, apply) {
         Ok(done) => Ok(done),
+        // The session was deleted while the program ran (`rm -rf .pas-agent`): there is no
+        // session to record the run in later either, so its outcome is not kept anywhere.
+        Err(gone @ crate::error::Error::NoSession { .. }) => Err(gone),
         Err(first) => {
             // Most likely the disk is full (the agent filled it): put the outcome in the space
             // reserved before the run, which frees the rest of it, and try once more.

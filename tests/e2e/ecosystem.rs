@@ -424,6 +424,8 @@ fn a_session_deleted_during_a_run_is_not_recreated() {
             .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
     );
     assert!(stderr(&out).contains("was deleted"), "{}", stderr(&out));
+    // One line says so; nothing claims the outcome is kept for a later command.
+    assert!(!stderr(&out).contains("is kept in"), "{}", stderr(&out));
 }
 
 #[test]
