@@ -132,6 +132,10 @@ fn end_hooks_delivered_together_record_one_run_each_time() {
     let sb = session();
     let cwd = sb.work.to_string_lossy().into_owned();
     for round in 0..6 {
+        // A file changed within a clock tick's margin (`MTIME_LAG`, 50 ms, in
+        // src/launch/hooked.rs) before a session starts counts as the session's: the next
+        // round starts clearly after the last one's file.
+        std::thread::sleep(std::time::Duration::from_millis(120));
         let id = format!("0f0e0d0c-1111-4222-8333-44445555666{round}");
         let payload = format!(r#"{{"session_id":"{id}","cwd":"{cwd}"}}"#);
         let out = lifecycle_spawn(&sb, "claude", "session-start", &payload)
