@@ -220,3 +220,21 @@ pub struct Setting {
     /// Why, as the comment above it says.
     pub why: &'static str,
 }
+
+/// How pas-agent reads an agent's JSON settings: strict JSON, with `//` and `/* */` comments
+/// when `comments` (Gemini CLI, Qwen Code, OpenCode and Kilo strip them; Qwen Code 0.15.10
+/// refuses a trailing comma, checked), and nothing looser.
+pub fn json_options(comments: bool) -> jsonc_parser::ParseOptions {
+    jsonc_parser::ParseOptions {
+        allow_comments: comments,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
+}

@@ -121,21 +121,7 @@ impl Mcp {
                         serde_json::to_value(toml_to_json(d.as_item())).map_err(|e| e.to_string())
                     })
             } else if reg.comments {
-                // Comments only, as `integrate` reads hook settings: Qwen Code 0.15.10 refuses
-                // a trailing comma (checked), and nothing looser is read by all four.
-                let options = jsonc_parser::ParseOptions {
-                    allow_comments: true,
-                    allow_trailing_commas: false,
-                    allow_loose_object_property_names: false,
-                    allow_missing_commas: false,
-                    allow_single_quoted_strings: false,
-                    allow_hexadecimal_numbers: false,
-                    allow_unary_plus_numbers: false,
-                    allow_bare_decimal_point_numbers: false,
-                    allow_non_finite_numbers: false,
-                    allow_extended_string_escapes: false,
-                };
-                jsonc_parser::parse_to_serde_value(&text, &options)
+                jsonc_parser::parse_to_serde_value(&text, &super::hooks::json_options(true))
                     .map_err(|e| format!("not valid JSON: {e}"))
             } else {
                 serde_json::from_str(&text).map_err(|e| format!("not valid JSON: {e}"))

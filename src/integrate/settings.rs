@@ -16,7 +16,7 @@
 //!   parser here finds the first, the agents (`JSON.parse`) keep the last. A Codex group's
 //!   handlers may be `[[hooks.<Event>.hooks]]` tables or an inline list of inline tables.
 
-use jsonc_parser::ParseOptions;
+use crate::agents::hooks::json_options;
 use jsonc_parser::cst::{CstArray, CstInputValue, CstObject, CstRootNode};
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, value};
 
@@ -355,21 +355,6 @@ fn owned(
         events: names,
         delete: false,
     })
-}
-
-fn json_options(comments: bool) -> ParseOptions {
-    ParseOptions {
-        allow_comments: comments,
-        allow_loose_object_property_names: false,
-        allow_trailing_commas: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-        allow_bare_decimal_point_numbers: false,
-        allow_non_finite_numbers: false,
-        allow_extended_string_escapes: false,
-    }
 }
 
 fn json(
