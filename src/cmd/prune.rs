@@ -208,9 +208,7 @@ pub fn run(args: PruneArgs) -> Result<i32> {
         })?
     };
     if let Some(why) = &history.unreadable {
-        crate::term::warn(&format!(
-            "cannot read .pas-agent/history.jsonl ({why}): its lines are left as they are"
-        ));
+        crate::session::history::warn_unreadable(why, "its lines are left as they are");
     }
     let mut out = String::new();
     if history.dropped > 0 {

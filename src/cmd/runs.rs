@@ -282,9 +282,10 @@ fn short_id(id: &str, wide: bool) -> String {
 
 /// Warns that `.pas-agent/history.jsonl` cannot be read (`why`), so moved details are not shown.
 fn warn_unreadable(why: &str) {
-    crate::term::warn(&format!(
-        "cannot read .pas-agent/history.jsonl ({why}): the details of old runs kept there are not shown, only their counts"
-    ));
+    history::warn_unreadable(
+        why,
+        "the details of old runs kept there are not shown, only their counts",
+    );
 }
 
 pub fn run(args: RunsArgs) -> Result<i32> {

@@ -31,9 +31,10 @@ pub fn run(args: ShowArgs) -> Result<i32> {
                 full.extra.insert(history::DAMAGED_KEY.into(), true.into());
             }
             history::Moved::Unreadable(why) => {
-                crate::term::warn(&format!(
-                    "cannot read .pas-agent/history.jsonl ({why}): the file list of this checkpoint kept there is not shown, only its count"
-                ));
+                history::warn_unreadable(
+                    &why,
+                    "the file list of this checkpoint kept there is not shown, only its count",
+                );
                 damaged = Some(".pas-agent/history.jsonl cannot be read".to_owned());
             }
             history::Moved::Missing => {}

@@ -414,6 +414,14 @@ fn read(project: &Project) -> std::result::Result<Option<String>, String> {
     }))
 }
 
+/// Warns on stderr that the history file cannot be read (`why`), and what that means for the
+/// command (`so`: what it does not show, or leaves alone).
+pub fn warn_unreadable(why: &str, so: &str) {
+    crate::term::warn(&format!(
+        "cannot read .pas-agent/history.jsonl ({why}): {so}"
+    ));
+}
+
 /// Why the history file cannot be read, when it cannot, without reading it (its size and
 /// whether it opens): for a command that shows runs' skeletons only (`runs`).
 pub fn unreadable(project: &Project) -> Option<String> {
