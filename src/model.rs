@@ -158,8 +158,58 @@ impl PartialEq for Runs {
     }
 }
 
+/// The fields of a run that only the launcher of a running run and `runs N` read: an old run's
+/// skeleton leaves them out (their values move to the history file with its other details,
+/// `session::history`), which keeps a skeleton about 0.6 KB instead of 1.1 KB.
+pub const SKELETON_LEAVES_OUT: [&str; 8] = [
+    "launcher_pid",
+    "launcher_started",
+    "nonce",
+    "head_before",
+    "head_after",
+    "checkpoint_before",
+    "checkpoint_after",
+    "capture",
+];
+
+/// The field that marks an old run's skeleton: its details are in the history file.
+pub const SKELETON_KEY: &str = "details_in_history";
+
+thread_local! {
+    /// Set while [`Stored`] writes a skeleton: [`Run`]'s fields named in
+    /// [`SKELETON_LEAVES_OUT`] are then left out when null ([`left_out`]).
+    static WRITING_SKELETON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a launcher field of a run is left out of the JSON being written: null, in a
+/// skeleton ([`Stored`]).
+fn left_out<T>(value: &Option<T>) -> bool {
+    value.is_none() && WRITING_SKELETON.with(std::cell::Cell::get)
+}
+
+/// A decoded run as a session file holds it: a skeleton ([`SKELETON_KEY`]) without the
+/// [`SKELETON_LEAVES_OUT`] fields that are null (the others were moved out when it became one);
+/// any other run with all its fields.
+struct Stored<'a>(&'a Run);
+
+impl Serialize for Stored<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// Clears the flag however the write ends.
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                WRITING_SKELETON.with(|f| f.set(false));
+            }
+        }
+        let skeleton = self.0.extra.get(SKELETON_KEY) == Some(&Value::Bool(true));
+        WRITING_SKELETON.with(|f| f.set(skeleton));
+        let _reset = Reset;
+        self.0.serialize(s)
+    }
+}
+
 impl Serialize for Runs {
-    /// One array: the undecoded runs as they were, then the decoded ones.
+    /// One array: the undecoded runs as they were, then the decoded ones ([`Stored`]).
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
         let mut seq = s.serialize_seq(Some(self.total()))?;
@@ -167,7 +217,7 @@ impl Serialize for Runs {
             seq.serialize_element(raw)?;
         }
         for run in &self.list {
-            seq.serialize_element(run)?;
+            seq.serialize_element(&Stored(run))?;
         }
         seq.end()
     }
@@ -686,21 +736,21 @@ pub struct Run {
     #[serde(default)]
     pub signal: Option<i32>,
     /// The launcher's process id.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "left_out")]
     pub launcher_pid: Option<u32>,
     /// An opaque token identifying the launcher process's start, to tell it from a later
     /// process that reuses the pid (see [`crate::launch::process`]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "left_out")]
     pub launcher_started: Option<String>,
     /// A random value only the launcher knows, so that it finalizes its own record and no other.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "left_out")]
     pub nonce: Option<String>,
     /// Full commit id of `HEAD` when the run started; null outside git or before the first commit.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "left_out")]
     pub head_before: Option<String>,
     /// Full commit id of `HEAD` at the end (or when found abandoned); null while running, outside
     /// git, or with no commit.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "left_out")]
     pub head_after: Option<String>,
     /// Commits made during the run, oldest first.
     #[serde(default)]
@@ -713,14 +763,14 @@ pub struct Run {
     pub agent_session_id: Option<String>,
     /// Id of the checkpoint taken at the start (`before <agent> run`, or the latest one if nothing
     /// changed since); null with `--no-checkpoint`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "left_out")]
     pub checkpoint_before: Option<Uuid>,
     /// Id of the checkpoint taken at the end (`after <agent> run`, or the latest if unchanged);
     /// null while running, if abandoned, or with `--no-checkpoint`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "left_out")]
     pub checkpoint_after: Option<Uuid>,
     /// Path of the output capture, relative to the project root.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "left_out")]
     pub capture: Option<String>,
     /// While running: the changed files at the start (with fingerprints), from which the
     /// after-record (or a later reconcile) computes `files_changed`. Dropped once finished.

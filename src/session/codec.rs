@@ -117,9 +117,10 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Session> {
     }
 }
 
-/// The largest run left undecoded by [`parse_recent`], in bytes: a skeleton is 1 to 1.5 KB; a
-/// larger run that says its details are in the history file got some back (a merge with a
-/// branch that had not moved them) and is decoded, so that the next save moves them again.
+/// The largest run left undecoded by [`parse_recent`], in bytes: a skeleton is about 0.7 KB
+/// (1 to 1.5 KB as earlier versions wrote it); a larger run that says its details are in the
+/// history file got some back (a merge with a branch that had not moved them) and is decoded,
+/// so that the next save moves them again.
 pub const MAX_UNDECODED_RUN: usize = 4096;
 
 /// Whether the run whose JSON is `raw` is an old run's skeleton that [`parse_recent`] may

@@ -18,11 +18,12 @@
 //! latest [`RUNS_SHOWN`] finished runs that did work (the context block lists those) keep
 //! their details there. An older run's details (`commits`, `files_changed`, `transcript`,
 //! `baseline`, its `last_message` and any other field of more than [`BIG_FIELD`] bytes this
-//! build does not read from old runs) are appended as one line
-//! `{"run": "<id>", "details": {<field>: <value as it was>, ...}}` and the run keeps a
-//! skeleton: every other field, those fields at their defaults (`"commits": []`,
-//! `"files_changed": []`, no transcript), `"files_changed_total": N`, `"commits_total": N` and
-//! `"details_in_history": true`. `runs N` and `runs --json` put the details back
+//! build does not read from old runs, and the launcher's fields [`SKELETON_LEAVES_OUT`]) are
+//! appended as one line `{"run": "<id>", "details": {<field>: <value as it was>, ...}}` and
+//! the run keeps a skeleton: every other field, those fields at their defaults (`"commits": []`,
+//! `"files_changed": []`, no transcript, the launcher's fields left out),
+//! `"files_changed_total": N`, `"commits_total": N` and `"details_in_history": true`. A
+//! skeleton written before the launcher's fields moved gives them up at its next full save. `runs N` and `runs --json` put the details back
 //! ([`fill_runs`]); a run's lines are read in file order and a later one wins.
 
 use std::collections::{HashMap, HashSet};
@@ -36,7 +37,7 @@ use super::bound::{TOTAL_KEY, total_of};
 use super::project::Project;
 use crate::error::{Error, Result};
 use crate::fsutil::{self, Links, Named, WriteGuard};
-use crate::model::{Extra, FileState, Run, RunState, Session, TaskState};
+use crate::model::{Extra, FileState, Run, RunState, SKELETON_LEAVES_OUT, Session, TaskState};
 
 /// Name of the history file inside `.pas-agent/`.
 pub const HISTORY_FILE: &str = "history.jsonl";
@@ -57,7 +58,7 @@ pub const RECENT_RUNS: usize = 10;
 /// lists these, with their words and files.
 pub const RUNS_SHOWN: usize = 5;
 /// Field of a run whose details are in the history file.
-pub const RUN_MOVED_KEY: &str = "details_in_history";
+pub const RUN_MOVED_KEY: &str = crate::model::SKELETON_KEY;
 /// Field of a run whose details are in the history file: how many commits it made.
 pub const COMMITS_KEY: &str = "commits_total";
 /// A field of a run this build does not read from old runs moves to the history file when its
@@ -225,6 +226,24 @@ fn details_of(run: &Run) -> Option<Extra> {
     if let Some(b) = &run.baseline {
         put("baseline", serde_json::to_value(b));
     }
+    // The launcher's fields, which the skeleton then leaves out ([`SKELETON_LEAVES_OUT`]).
+    let id = |u: Option<Uuid>| u.map(|u| Value::from(u.to_string()));
+    let text = |t: &Option<String>| t.clone().map(Value::from);
+    let launch = [
+        run.launcher_pid.map(Value::from),
+        text(&run.launcher_started),
+        text(&run.nonce),
+        text(&run.head_before),
+        text(&run.head_after),
+        id(run.checkpoint_before),
+        id(run.checkpoint_after),
+        text(&run.capture),
+    ];
+    for (key, value) in SKELETON_LEAVES_OUT.iter().zip(launch) {
+        if let Some(v) = value {
+            d.insert((*key).into(), v);
+        }
+    }
     for (k, v) in &run.extra {
         if field_moves(k, v) {
             d.insert(k.clone(), v.clone());
@@ -259,6 +278,15 @@ fn strip(run: &mut Run, details: &Extra) {
     run.files_changed.clear();
     run.transcript = None;
     run.baseline = None;
+    // Their values are in `details` (`details_of` took every one that was set).
+    run.launcher_pid = None;
+    run.launcher_started = None;
+    run.nonce = None;
+    run.head_before = None;
+    run.head_after = None;
+    run.checkpoint_before = None;
+    run.checkpoint_after = None;
+    run.capture = None;
     for k in details.keys() {
         if !MOVED_FIELDS.contains(&k.as_str()) && !KEPT_FIELDS.contains(&k.as_str()) {
             run.extra.remove(k);
@@ -652,6 +680,36 @@ mod tests {
         let details = details_of(&plain).unwrap();
         strip(&mut plain, &details);
         let back = restore(&plain, &details).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), before);
+    }
+
+    #[test]
+    fn a_skeleton_leaves_out_the_launchers_fields_and_gets_them_back() {
+        let mut r = run(3);
+        r.launcher_pid = Some(42);
+        r.launcher_started = Some("linux:boot:1@host".into());
+        r.nonce = Some("n".into());
+        r.head_before = Some("a".repeat(40));
+        r.head_after = Some("b".repeat(40));
+        r.checkpoint_before = Some(Uuid::new_v4());
+        r.checkpoint_after = Some(Uuid::new_v4());
+        r.capture = Some(".pas-agent/runs/x/capture.ansi".into());
+        let before = serde_json::to_value(&r).unwrap();
+        let details = details_of(&r).unwrap();
+        for key in SKELETON_LEAVES_OUT {
+            assert_eq!(details.get(key), before.get(key), "{key}");
+        }
+        strip(&mut r, &details);
+        // As the session file holds it: without them (a run that is not a skeleton keeps its
+        // nulls).
+        let stored =
+            serde_json::to_value(crate::model::Runs::from(vec![r.clone(), run(4)])).unwrap();
+        for key in SKELETON_LEAVES_OUT {
+            assert!(stored[0].get(key).is_none(), "{key}: {:#}", stored[0]);
+            assert_eq!(stored[1].get(key), Some(&Value::Null), "{key}");
+        }
+        assert!(details_of(&r).is_none());
+        let back = restore(&r, &details).unwrap();
         assert_eq!(serde_json::to_value(&back).unwrap(), before);
     }
 

@@ -17,12 +17,12 @@
 //!    all (it never shows a snapshot or an old file list). What is left grows by about 700
 //!    bytes per checkpoint. The log is append-only JSON lines, which git's built-in `union`
 //!    merge joins. `prune` shrinks both. Old runs get the same: all but the latest 10 (and the
-//!    latest 5 that the context block lists, and running ones) keep a skeleton of 1 to
-//!    1.5 KB in `session.json` (every run stays, in its place) and move their commits, file
-//!    lists, transcripts and other large fields to one line each in the same file; `runs N`
-//!    and `runs --json` read them back (`runs N` decodes only its run). Commands that read no
-//!    old run (`update`, `checkpoint`, `export`, the hooks' inside-a-run check) load the file
-//!    with its leading skeletons left undecoded ([`store::Project::load_recent`],
+//!    latest 5 that the context block lists, and running ones) keep a skeleton of about
+//!    0.7 KB in `session.json` (every run stays, in its place) and move their commits, file
+//!    lists, transcripts, launcher fields and other large fields to one line each in the same
+//!    file; `runs N` and `runs --json` read them back (`runs N` decodes only its run). Commands
+//!    that read no old run (`update`, `checkpoint`, `export`, the hooks' inside-a-run check)
+//!    load the file with its leading skeletons left undecoded ([`store::Project::load_recent`],
 //!    [`codec::parse_recent`]) when its stored summary matches it (pas-agent wrote it last, or
 //!    read it in full since: every value was checked; a file changed by anything else is read
 //!    in full once): scanned, kept as the raw JSON they were and written back byte for byte

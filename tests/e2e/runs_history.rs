@@ -115,15 +115,24 @@ fn old_runs_keep_a_skeleton_and_runs_n_gives_them_back_whole() {
         "ended_at",
         "duration_ms",
         "exit_code",
-        "head_before",
-        "head_after",
         "agent_session_id",
-        "checkpoint_before",
-        "checkpoint_after",
-        "launcher_pid",
     ] {
         assert_eq!(old[kept], one["run"][kept], "{kept}");
     }
+    // The launcher's fields moved with the details: a skeleton leaves them out.
+    for moved in [
+        "launcher_pid",
+        "launcher_started",
+        "nonce",
+        "head_before",
+        "head_after",
+        "checkpoint_before",
+        "checkpoint_after",
+        "capture",
+    ] {
+        assert!(old.get(moved).is_none(), "{moved}: {old:#}");
+    }
+    assert!(one["run"]["head_before"].is_string() && one["run"]["launcher_pid"].is_u64());
     assert_eq!(runs[19]["details_in_history"], true);
     assert!(runs[20].get("details_in_history").is_none());
     assert!(runs[20]["transcript"].is_object());
@@ -147,6 +156,50 @@ fn old_runs_keep_a_skeleton_and_runs_n_gives_them_back_whole() {
     ] {
         sb.ok(args);
     }
+}
+
+#[test]
+fn a_skeleton_that_still_holds_the_launchers_fields_gives_them_up_and_reads_the_same() {
+    let sb = old_format_session(14);
+    sb.ok(&["update", "--discovery", "x"]);
+    let one = json_of(&sb, &["runs", "1", "--json"]);
+    let table = sb.ok(&["runs"]);
+    // A skeleton as the previous version wrote it: the launcher's fields still in it.
+    let mut s = sb.session();
+    let old = s["runs"][0].as_object_mut().unwrap();
+    assert!(old.get("head_before").is_none(), "{old:?}");
+    for key in [
+        "launcher_pid",
+        "launcher_started",
+        "head_before",
+        "head_after",
+    ] {
+        old.insert(key.into(), one["run"][key].clone());
+    }
+    sb.write(
+        ".pas-agent/session.json",
+        serde_json::to_string_pretty(&s).unwrap() + "\n",
+    );
+    let lines = run_lines(&sb).len();
+    let before = size(&sb, ".pas-agent/session.json");
+
+    // The next change that reads the whole file moves them out, once.
+    sb.ok(&["update", "--discovery", "y"]);
+    assert!(size(&sb, ".pas-agent/session.json") < before);
+    let old = &sb.session()["runs"][0];
+    for key in [
+        "launcher_pid",
+        "launcher_started",
+        "head_before",
+        "head_after",
+    ] {
+        assert!(old.get(key).is_none(), "{key}: {old:#}");
+    }
+    assert_eq!(run_lines(&sb).len(), lines + 1);
+    assert_eq!(json_of(&sb, &["runs", "1", "--json"]), one);
+    assert_eq!(sb.ok(&["runs"]), table);
+    sb.ok(&["update", "--discovery", "z"]);
+    assert_eq!(run_lines(&sb).len(), lines + 1);
 }
 
 #[test]
