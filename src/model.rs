@@ -110,6 +110,21 @@ impl Runs {
         self.list
     }
 
+    /// The number of the decoded run at `index` (0-based in the decoded runs): its place among
+    /// all the session's runs, from 1.
+    pub fn number(&self, index: usize) -> usize {
+        self.old.len() + index + 1
+    }
+
+    /// What the launcher's records read of the undecoded runs ([`Brief`]), oldest first; a run
+    /// that does not read so (never, for a file whose values were checked) is left out.
+    pub fn undecoded_briefs(&self) -> Vec<Brief> {
+        self.old
+            .iter()
+            .filter_map(|raw| serde_json::from_str(raw.get()).ok())
+            .collect()
+    }
+
     /// The JSON of the undecoded run at `index` (0-based among [`Runs::undecoded`]), as the
     /// file holds it; `None` when out of range. The session's codec decodes it
     /// (`decode_old`).
@@ -156,6 +171,24 @@ impl PartialEq for Runs {
                 .zip(&other.old)
                 .all(|(a, b)| a.get() == b.get())
     }
+}
+
+/// The fields of an old run (left undecoded, [`Runs`]) that the launcher's records weigh against
+/// a new run: whose agent session it recorded, and when.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Brief {
+    /// As [`Run::agent`].
+    pub agent: String,
+    /// As [`Run::cwd`].
+    pub cwd: String,
+    /// As [`Run::started_at`].
+    pub started_at: DateTime<Utc>,
+    /// As [`Run::ended_at`].
+    #[serde(default)]
+    pub ended_at: Option<DateTime<Utc>>,
+    /// As [`Run::agent_session_id`].
+    #[serde(default)]
+    pub agent_session_id: Option<String>,
 }
 
 /// The fields of a run that only the launcher of a running run and `runs N` read: an old run's

@@ -186,7 +186,7 @@ pub fn agent_started(
             return;
         }
         let write = move || {
-            let noted = project.modify(|s| {
+            let noted = project.modify_recent(|s| {
                 if let Some(run) = s.runs.iter_mut().find(|r| {
                     r.id == run_id
                         && r.nonce.as_deref() == Some(nonce.as_str())
@@ -309,11 +309,12 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     // after-record, so it is saved provisionally ([`crate::session::store::Save`]): a power
     // cut during the run may take it (the session is then as it was before the run), and the
     // readers' summary waits for the after-record. A checkpoint is saved durably.
+    // The session is loaded with its old runs undecoded (`modify_provisional`,
+    // `modify_recent`): what is read of those comes from their briefs.
     let change = |s: &mut Session| {
-        let taken: Vec<String> = s
-            .runs
-            .iter()
-            .filter_map(|r| r.agent_session_id.clone())
+        let taken: Vec<String> = (s.runs.undecoded_briefs().into_iter())
+            .filter_map(|b| b.agent_session_id)
+            .chain(s.runs.iter().filter_map(|r| r.agent_session_id.clone()))
             .collect();
         // A run started from inside another (an agent's shell running `pas-agent run`) is
         // nested in it, not beside it.
@@ -327,7 +328,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
             .filter(|(_, r)| {
                 process::liveness(r.launcher_pid, r.launcher_started.as_deref()) != Liveness::Dead
             })
-            .map(|(i, r)| (i + 1, r.agent.clone(), r.launcher_pid))
+            .map(|(i, r)| (s.runs.number(i), r.agent.clone(), r.launcher_pid))
             .collect();
         let checkpoint_before = plan.checkpoint.then(|| {
             ops::keeping_git_if_unknown(s, git_unknown, |s| {
@@ -358,10 +359,10 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
         s.runs.push(run);
         s.updated_at = now;
         let run = s.runs.last().cloned();
-        Ok((s.runs.len(), baseline, export, others, taken, s.id, run))
+        Ok((s.runs.total(), baseline, export, others, taken, s.id, run))
     };
     let recorded = if plan.checkpoint {
-        project.modify(change)
+        project.modify_recent(change)
     } else {
         project.modify_provisional(change)
     };
@@ -667,16 +668,27 @@ pub fn finish(
             }
         };
         // Settled under the lock, against what the other runs recorded by now: two runs never
-        // record one agent session.
+        // record one agent session. The old runs left undecoded are read from their briefs
+        // (none of them is running).
         let me = &s.runs[index];
-        let claimed: Vec<String> = s
-            .runs
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != index)
-            .filter_map(|(_, r)| r.agent_session_id.clone())
+        let old = s.runs.undecoded_briefs();
+        let claimed: Vec<String> = (old.iter())
+            .filter_map(|b| b.agent_session_id.clone())
+            .chain(
+                s.runs
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != index)
+                    .filter_map(|(_, r)| r.agent_session_id.clone()),
+            )
             .collect();
-        let unresolved = s.runs.iter().enumerate().any(|(i, r)| {
+        let unresolved = old.iter().any(|b| {
+            b.agent == me.agent
+                && b.cwd == me.cwd
+                && b.agent_session_id.is_none()
+                && b.started_at <= ended_at
+                && b.ended_at.is_some_and(|e| e >= me.started_at)
+        }) || s.runs.iter().enumerate().any(|(i, r)| {
             i != index
                 && r.agent == me.agent
                 && r.cwd == me.cwd
@@ -823,12 +835,12 @@ pub fn finish(
         s.updated_at = ended_at;
         Ok(Finished {
             run,
-            number: index + 1,
+            number: s.runs.number(index),
             session_note,
             frozen,
         })
     };
-    let finished = match project.modify_within(patience, apply) {
+    let finished = match project.modify_recent_within(patience, apply) {
         Ok(done) => Ok(done),
         // The session was deleted while the program ran (`rm -rf .pas-agent`): there is no
         // session to record the run in later either, so its outcome is not kept anywhere.
@@ -846,7 +858,7 @@ pub fn finish(
                 reason: first.to_string(),
             };
             let kept = outcome::keep(&project.root, &pending);
-            match project.modify_within(patience, apply) {
+            match project.modify_recent_within(patience, apply) {
                 Ok(done) => {
                     crate::term::warn(&format!(
                         "saving the run's record failed at first ({first}); it was saved with the disk space reserved for it"

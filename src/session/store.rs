@@ -284,15 +284,30 @@ impl Project {
         self.modify_as(limit, Save::Settled, parse, change)
     }
 
-    /// [`Project::modify`] for a change that a settled save completes soon: a run's `running`
-    /// record, which its after-record (or the reconcile of a launcher that was lost) replaces.
-    /// It is saved as [`Save::Provisional`] says, which keeps two `fsync`s and two file
-    /// writes off the time before the agent starts.
+    /// [`Project::modify_recent`], waiting up to `limit` for the lock: for a write that must not
+    /// be lost to a busy moment (a run's after-record).
+    pub fn modify_recent_within<T>(
+        &self,
+        limit: std::time::Duration,
+        change: impl FnOnce(&mut Session) -> Result<T>,
+    ) -> Result<T> {
+        self.modify_as(limit, Save::Settled, parse_recent_if_checked, change)
+    }
+
+    /// [`Project::modify_recent`] for a change that a settled save completes soon: a run's
+    /// `running` record, which its after-record (or the reconcile of a launcher that was lost)
+    /// replaces. It is saved as [`Save::Provisional`] says, which keeps two `fsync`s and two
+    /// file writes off the time before the agent starts.
     pub fn modify_provisional<T>(
         &self,
         change: impl FnOnce(&mut Session) -> Result<T>,
     ) -> Result<T> {
-        self.modify_as(lock::timeout(), Save::Provisional, parse, change)
+        self.modify_as(
+            lock::timeout(),
+            Save::Provisional,
+            parse_recent_if_checked,
+            change,
+        )
     }
 
     fn modify_as<T>(
@@ -430,8 +445,9 @@ impl Project {
         }
         .map_err(|e| Error::write(&path, e))?;
         // Still under the lock: the file's identity is the one just written.
-        if how == Save::Settled {
-            super::summary::store(self, session);
+        match how {
+            Save::Settled => super::summary::store(self, session),
+            Save::Provisional => super::summary::note_written(&path),
         }
         // The last good session, for `pas-agent recover`.
         if let Err(e) = super::backup::keep(self, &bytes) {

@@ -266,13 +266,33 @@ pub fn fresh(project: &Project) -> Option<Summary> {
     parse(&session_path, now)
 }
 
-/// Whether a stored summary was made from the session file at `session_path` as it is now: the
-/// file was then last written, or read in full, by pas-agent, every value in it checked. The
-/// summary found is kept for the next [`fresh`] of the same file.
+/// The session file this process last saved without a summary (a provisional save), as it was
+/// then: a later change in the same process (the run's after-record) knows the file is as
+/// pas-agent wrote it while its identity is unchanged ([`matches_file`]).
+static WRITTEN: std::sync::Mutex<Option<(PathBuf, Identity)>> = std::sync::Mutex::new(None);
+
+/// Notes that this process just wrote the session file at `session_path` from values it had
+/// checked, without storing a summary ([`WRITTEN`]).
+pub fn note_written(session_path: &Path) {
+    if let (Some(now), Ok(mut written)) = (Identity::of(session_path), WRITTEN.lock()) {
+        *written = Some((session_path.to_path_buf(), now));
+    }
+}
+
+/// Whether the session file at `session_path` is as pas-agent last wrote it, or read it in
+/// full, every value in it checked: a stored summary was made from it as it is now, or this
+/// process wrote it so ([`note_written`]). The summary found is kept for the next [`fresh`] of
+/// the same file.
 pub fn matches_file(session_path: &Path) -> bool {
     let Some(now) = Identity::of(session_path) else {
         return false;
     };
+    if WRITTEN
+        .lock()
+        .is_ok_and(|w| matches!(w.as_ref(), Some((path, identity)) if path == session_path && *identity == now))
+    {
+        return true;
+    }
     let Ok(mut parsed) = PARSED.lock() else {
         return false;
     };

@@ -596,3 +596,63 @@ fn a_damaged_old_skeleton_is_reported_by_the_commands_that_read_it() {
         assert!(!sb.read(".pas-agent/session.json").contains(to), "{to}");
     }
 }
+
+/// The launcher's records leave old runs undecoded, yet weigh them: an agent session an old
+/// run recorded is not recorded again by a new run, and a new run's number counts every run.
+#[test]
+fn the_launcher_weighs_old_undecoded_runs_and_numbers_runs_after_them() {
+    let sb = Sandbox::with_session();
+    // A stand-in codex that writes a rollout for the session id `$ID`, started now, and exits.
+    sb.stand_in(
+        "codex",
+        "day=$(date -u +%Y/%m/%d); dir=\"$HOME/.codex/sessions/$day\"; mkdir -p \"$dir\"\n\
+         printf '{\"type\":\"session_meta\",\"payload\":{\"id\":\"%s\",\"timestamp\":\"%s\",\"cwd\":\"%s\"}}\\n' \
+           \"$ID\" \"$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\" \"$(pwd -P)\" > \"$dir/rollout-$ID.jsonl\"",
+    );
+    let id = "0199cccc-0000-7000-8000-00000000000c";
+    let codex = |sb: &Sandbox| {
+        let out = sb
+            .cmd()
+            .env("ID", id)
+            .args(["run", "codex"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    codex(&sb);
+    assert_eq!(sb.session()["runs"][0]["agent_session_id"], id);
+    for _ in 0..12 {
+        sb.ok(&[
+            "run",
+            "--no-pty",
+            "--no-checkpoint",
+            "--",
+            "sh",
+            "-c",
+            "echo x >> a.txt",
+        ]);
+    }
+    // The first run is an old run's skeleton now, left undecoded by the launcher.
+    assert_eq!(sb.session()["runs"][0]["details_in_history"], true);
+    let old = old_runs_text(&sb, 1);
+
+    // The same session id turns up again: the old run has it, the new one does not take it.
+    let err = codex(&sb);
+    assert!(err.contains("(run #14,"), "{err}");
+    let s = sb.session();
+    let runs = s["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 14);
+    assert_eq!(runs[0]["agent_session_id"], id);
+    assert_eq!(runs[13]["agent_session_id"], Value::Null, "{:#}", runs[13]);
+    // Left out of the guesses from the start (no note that another run holds it).
+    assert!(
+        runs[13].get("agent_session_note").is_none(),
+        "{:#}",
+        runs[13]
+    );
+    let number = json_of(&sb, &["runs", "14", "--json"]);
+    assert_eq!(number["run"]["id"], runs[13]["id"]);
+    // Written back as it was, not decoded and written again.
+    assert_eq!(old_runs_text(&sb, 1), old);
+}
