@@ -20,6 +20,9 @@
 #   - pas-agent runs N                  the latest run in full
 #   - pas-agent status                  text status
 #   - pas-agent export                  the context files
+#   - pas-agent run --no-pty --no-checkpoint --no-export -- true
+#                                       the launcher's two records (in a copy of the session
+#                                       made at the start, which grows by a run each round)
 # and prints the session file's and history file's sizes. With BEFORE=/path/to/another/pas-agent
 # the same is done for that build in the same rounds, on its own sessions.
 #
@@ -88,6 +91,9 @@ PY
       "$exe" update --discovery "first change" >/dev/null
       git status >/dev/null
     )
+    # The launcher adds a run each time: it runs in a copy, so the other rows keep their size.
+    cp -a "$repo" "$repo-run"
+    git -C "$repo-run" status >/dev/null
     sessions+=("$name:$n:$exe:$repo")
   done
 done
@@ -106,6 +112,7 @@ for name, n, exe, repo in sessions:
     cmds[key, "runs N"] = (repo, [exe, "runs", n])
     cmds[key, "status"] = (repo, [exe, "status"])
     cmds[key, "export"] = (repo, [exe, "export", "--to", "codex"])
+    cmds[key, "bare run"] = (repo + "-run", [exe, "run", "--no-pty", "--no-checkpoint", "--no-export", "--", "true"])
 def run(c):
     repo, argv = c
     t = time.perf_counter()
@@ -131,7 +138,7 @@ for name, n, exe, repo in sessions:
     one = (name, min(int(s[1]) for s in sessions if s[0] == name))
     sj = size(os.path.join(repo, ".pas-agent/session.json"))
     hj = size(os.path.join(repo, ".pas-agent/history.jsonl"))
-    for c in ["git status", "update", "checkpoint", "runs 1", "runs N", "status", "export"]:
+    for c in ["git status", "update", "checkpoint", "runs 1", "runs N", "status", "export", "bare run"]:
         vs_git = ratio((key, c), (key, "git status"))
         # "runs N" names a different run at each size: compared with the latest run of 1.
         vs_one = ratio((key, c), (one, c))

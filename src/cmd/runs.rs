@@ -530,7 +530,7 @@ fn one(project: &crate::session::Project, number: usize, r: Run, json: bool) -> 
     }
     if r.extra.get(history::DAMAGED_KEY) == Some(&true.into()) {
         out.push_str(
-            "Details:  its line in .pas-agent/history.jsonl is damaged, so what it held (commits, files, the agent's words) cannot all be shown\n",
+            "Details:  its line in .pas-agent/history.jsonl is damaged, so what it held (commits, files, HEAD, checkpoints, the agent's words) cannot all be shown\n",
         );
     } else if r.extra.get(history::RUN_MOVED_KEY) == Some(&true.into()) {
         out.push_str(
@@ -543,12 +543,20 @@ fn one(project: &crate::session::Project, number: usize, r: Run, json: bool) -> 
                 clean_line(&c.chars().take(8).collect::<String>())
             })
         };
-        let _ = writeln!(
-            out,
-            "HEAD:     {} → {}",
-            short(&r.head_before),
-            short(&r.head_after)
-        );
+        // A skeleton whose details did not come back keeps no heads: not the same as no git.
+        if r.extra.contains_key(history::RUN_MOVED_KEY)
+            && r.head_before.is_none()
+            && r.head_after.is_none()
+        {
+            out.push_str("HEAD:     unknown (moved to .pas-agent/history.jsonl)\n");
+        } else {
+            let _ = writeln!(
+                out,
+                "HEAD:     {} → {}",
+                short(&r.head_before),
+                short(&r.head_after)
+            );
+        }
         if r.commits.is_empty() && commits_of(r) > 0 {
             let _ = writeln!(
                 out,

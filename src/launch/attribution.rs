@@ -32,6 +32,26 @@ pub struct Other {
 }
 
 impl Other {
+    /// An old run left undecoded, from its brief: as [`Other::of_run`], with no edits (its
+    /// transcript moved to the history file with its details). `None` also when its start does
+    /// not read.
+    pub fn of_brief(run: &crate::model::Brief<'_>) -> Option<Other> {
+        if run.result.is_some() {
+            return None;
+        }
+        let end = run.end().or_else(|| {
+            run.reconciled_at
+                .as_deref()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc))
+        });
+        Some(Other {
+            start: run.start()?,
+            end,
+            edits: None,
+        })
+    }
+
     /// A recorded run: its times and the files its transcript names (made relative to `top`).
     /// A run that did no work (it failed to start, nothing was asked) is `None`: it changed
     /// nothing. An abandoned run, whose end nobody saw, counts as going on until it was closed.

@@ -313,7 +313,7 @@ pub fn before(project: &Project, plan: &Plan) -> Result<Started> {
     // `modify_recent`): what is read of those comes from their briefs.
     let change = |s: &mut Session| {
         let taken: Vec<String> = (s.runs.undecoded_briefs().into_iter())
-            .filter_map(|b| b.agent_session_id)
+            .filter_map(|b| b.agent_session_id.map(String::from))
             .chain(s.runs.iter().filter_map(|r| r.agent_session_id.clone()))
             .collect();
         // A run started from inside another (an agent's shell running `pas-agent run`) is
@@ -673,7 +673,7 @@ pub fn finish(
         let me = &s.runs[index];
         let old = s.runs.undecoded_briefs();
         let claimed: Vec<String> = (old.iter())
-            .filter_map(|b| b.agent_session_id.clone())
+            .filter_map(|b| b.agent_session_id.as_deref().map(String::from))
             .chain(
                 s.runs
                     .iter()
@@ -682,12 +682,17 @@ pub fn finish(
                     .filter_map(|(_, r)| r.agent_session_id.clone()),
             )
             .collect();
+        // For the run's files: an old run that overlapped it (its transcript's edits moved
+        // out with its details, so its files count as shared).
+        let old_others: Vec<super::attribution::Other> = old
+            .iter()
+            .filter_map(super::attribution::Other::of_brief)
+            .collect();
         let unresolved = old.iter().any(|b| {
             b.agent == me.agent
                 && b.cwd == me.cwd
                 && b.agent_session_id.is_none()
-                && b.started_at <= ended_at
-                && b.ended_at.is_some_and(|e| e >= me.started_at)
+                && b.ended_after(me.started_at, ended_at)
         }) || s.runs.iter().enumerate().any(|(i, r)| {
             i != index
                 && r.agent == me.agent
@@ -743,6 +748,7 @@ pub fn finish(
                     .enumerate()
                     .filter(|(i, _)| *i != index)
                     .filter_map(|(_, r)| super::attribution::Other::of_run(r, top))
+                    .chain(old_others)
                     .chain(live.iter().cloned())
                     .collect()
             })

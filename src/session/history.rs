@@ -23,8 +23,9 @@
 //! the run keeps a skeleton: every other field, those fields at their defaults (`"commits": []`,
 //! `"files_changed": []`, no transcript, the launcher's fields left out),
 //! `"files_changed_total": N`, `"commits_total": N` and `"details_in_history": true`. A
-//! skeleton written before the launcher's fields moved gives them up at its next full save. `runs N` and `runs --json` put the details back
-//! ([`fill_runs`]); a run's lines are read in file order and a later one wins.
+//! skeleton written before the launcher's fields moved gives them up at its next full save.
+//! `runs N` and `runs --json` put the details back ([`fill_runs`]); a run's lines are read in
+//! file order and a later one wins.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;

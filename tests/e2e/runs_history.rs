@@ -220,9 +220,12 @@ fn a_damaged_history_line_is_said_not_a_crash() {
     let text = sb.ok(&["runs", "1"]);
     assert!(text.contains("history.jsonl is damaged"), "{text}");
     assert!(text.contains("1 commit (not listed)"), "{text}");
+    assert!(text.contains("HEAD:     unknown (moved to"), "{text}");
     // The other moved runs read back whole.
     let two = json_of(&sb, &["runs", "2", "--json"]);
     assert!(two["run"]["transcript"].is_object(), "{two:#}");
+    assert!(two["run"]["head_before"].is_string(), "{two:#}");
+    assert!(!sb.ok(&["runs", "2"]).contains("unknown (moved"));
     assert!(two["run"].get("history_line_damaged").is_none());
     let all = json_of(&sb, &["runs", "--json"]);
     assert_eq!(all["runs"][0]["history_line_damaged"], true);
@@ -635,7 +638,6 @@ fn the_launcher_weighs_old_undecoded_runs_and_numbers_runs_after_them() {
     }
     // The first run is an old run's skeleton now, left undecoded by the launcher.
     assert_eq!(sb.session()["runs"][0]["details_in_history"], true);
-    let old = old_runs_text(&sb, 1);
 
     // The same session id turns up again: the old run has it, the new one does not take it.
     let err = codex(&sb);
@@ -653,6 +655,59 @@ fn the_launcher_weighs_old_undecoded_runs_and_numbers_runs_after_them() {
     );
     let number = json_of(&sb, &["runs", "14", "--json"]);
     assert_eq!(number["run"]["id"], runs[13]["id"]);
-    // Written back as it was, not decoded and written again.
-    assert_eq!(old_runs_text(&sb, 1), old);
+}
+
+/// An old run left undecoded that overlapped a new run still counts for the new run's files:
+/// its edits moved out with its details, so what the new run changed may be either's (shared).
+#[test]
+fn an_old_undecoded_run_that_overlapped_a_new_one_makes_its_files_shared() {
+    let sb = old_format_session(14);
+    sb.ok(&["update", "--discovery", "x"]);
+    // The oldest run's span, set by hand, covers the next hours; a future writer's value in it
+    // shows whether the launcher decoded and rewrote it (`1E2` would come back as `100.0`).
+    let now = chrono::Utc::now();
+    let text = sb.read(".pas-agent/session.json");
+    let oldest = &sb.session()["runs"][0];
+    let text = text
+        .replacen(
+            oldest["started_at"].as_str().unwrap(),
+            &(now - chrono::Duration::hours(1)).to_rfc3339(),
+            1,
+        )
+        .replacen(
+            oldest["ended_at"].as_str().unwrap(),
+            &(now + chrono::Duration::hours(2)).to_rfc3339(),
+            1,
+        )
+        .replacen(
+            "\"details_in_history\": true",
+            "\"a_future_field\": [1E2],\n      \"details_in_history\": true",
+            1,
+        );
+    sb.write(".pas-agent/session.json", &text);
+    // Read in full once (every value checked); from then on it stays undecoded.
+    sb.ok(&["status"]);
+    for args in [
+        &[
+            "run",
+            "--no-pty",
+            "--no-checkpoint",
+            "--",
+            "sh",
+            "-c",
+            "echo x > f.txt",
+        ][..],
+        &["run", "--no-pty", "--", "sh", "-c", "echo y > g.txt"],
+    ] {
+        sb.ok(args);
+        let s = sb.session();
+        let last = s["runs"].as_array().unwrap().last().unwrap().clone();
+        let files = last["files_changed"].as_array().unwrap();
+        assert_eq!(files.len(), 1, "{last:#}");
+        assert_eq!(files[0]["shared"], true, "{last:#}");
+        assert!(
+            sb.read(".pas-agent/session.json").contains("[1E2]"),
+            "the old run was decoded and written again after {args:?}"
+        );
+    }
 }
