@@ -128,9 +128,10 @@ pub const MAX_UNDECODED_RUN: usize = 4096;
 /// is small ([`MAX_UNDECODED_RUN`]) and nothing in it says `"running"` (so it is not a running
 /// run, which every command that changes the session reads).
 fn stays_undecoded(raw: &str) -> bool {
+    use memchr::memmem::find;
     raw.len() <= MAX_UNDECODED_RUN
-        && raw.contains("\"details_in_history\": true")
-        && !raw.contains("\"running\"")
+        && find(raw.as_bytes(), b"\"details_in_history\": true").is_some()
+        && find(raw.as_bytes(), b"\"running\"").is_none()
 }
 
 /// Parses the bytes of a session file as [`parse`] does, but leaves its leading old runs'
