@@ -174,8 +174,9 @@ impl PartialEq for Runs {
 }
 
 /// The fields of an old run (left undecoded, [`Runs`]) that the launcher's records weigh against
-/// a new run: whose agent session it recorded, and when. Borrowed from the run's JSON where it
-/// holds them unescaped; the times are read only when they are needed ([`Brief::ended_after`]).
+/// a new run: whose agent session it recorded, and when. The agent, directory and start are
+/// borrowed from the run's JSON where it holds them unescaped; the times are read when asked
+/// ([`Brief::start`], [`Brief::end`]).
 #[derive(Debug, Clone, Deserialize)]
 pub struct Brief<'a> {
     /// As [`Run::agent`].
@@ -219,9 +220,10 @@ impl Brief<'_> {
     }
 }
 
-/// An RFC 3339 time as UTC; `None` when it does not read.
+/// A time as the full decode of a run reads it (chrono's `DateTime<Utc>` from its text, which
+/// takes `+0000` and other spellings besides RFC 3339's); `None` when it does not read.
 fn rfc3339(t: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(t).ok().map(|t| t.to_utc())
+    t.parse().ok()
 }
 
 /// The fields of a run that are read from running and recent runs only (the launcher, the
@@ -1040,6 +1042,17 @@ mod tests {
         assert!(b.ended_after(at("2026-01-01T00:10:00Z"), at("2026-01-01T01:00:00Z")));
         assert!(!b.ended_after(at("2026-01-01T00:10:01Z"), at("2026-01-01T01:00:00Z")));
         assert!(!b.ended_after(at("2025-12-31T00:00:00Z"), at("2025-12-31T23:59:59Z")));
+        // Read as the full decode reads them, in its other spellings too.
+        for spelt in ["2026-01-01T00:10:00+0000", "2026-01-01 00:10:00 UTC"] {
+            let raw = serde_json::value::RawValue::from_string(format!(
+                r#"{{"agent": "codex", "cwd": "/w", "started_at": "{spelt}", "ended_at": "{spelt}"}}"#
+            ))
+            .unwrap();
+            let full: DateTime<Utc> = serde_json::from_value(spelt.into()).unwrap();
+            let runs = Runs::with_undecoded(vec![raw], Vec::new());
+            let b = &runs.undecoded_briefs()[0];
+            assert_eq!((b.start(), b.end()), (Some(full), Some(full)), "{spelt}");
+        }
         assert_eq!(runs.number(0), 2);
         assert_eq!(runs.total(), 1);
     }

@@ -544,11 +544,11 @@ fn one(project: &crate::session::Project, number: usize, r: Run, json: bool) -> 
             })
         };
         // A skeleton whose details did not come back keeps no heads: not the same as no git.
-        if r.extra.contains_key(history::RUN_MOVED_KEY)
+        if r.extra.get(history::RUN_MOVED_KEY) == Some(&true.into())
             && r.head_before.is_none()
             && r.head_after.is_none()
         {
-            out.push_str("HEAD:     unknown (moved to .pas-agent/history.jsonl)\n");
+            out.push_str("HEAD:     unknown (it was kept with the run's details)\n");
         } else {
             let _ = writeln!(
                 out,

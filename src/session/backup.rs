@@ -7,9 +7,8 @@
 //! `<key>` is 16 hex digits of the FNV-1a hash of the session root's path. Beside it, `root`
 //! names the project. The copy is outside the work tree, so git never sees it and a checkout,
 //! a bad merge or a hand edit that damages `session.json` cannot touch it; the directory is
-//! 0700, as the session may hold private text. It is written in place and without `fsync`
-//! (the session itself is written durably; the copy only has to survive what happens to the
-//! work tree).
+//! 0700, as the session may hold private text. It is written without `fsync` (the session
+//! itself is written durably; the copy only has to survive what happens to the work tree).
 //!
 //! A copy that cannot be written is a warning, never a failed save.
 
@@ -70,41 +69,11 @@ pub fn keep(project: &Project, bytes: &[u8]) -> std::io::Result<()> {
             )
             .map_err(refused)?;
     }
-    let copy = dir.join(FILE);
-    if overwrite(&copy, bytes).is_err() {
-        guard
-            .write_volatile(&copy, bytes, Named::ByUs, Links::Replace)
-            .map_err(refused)?;
-    }
+    guard
+        .write_volatile(&dir.join(FILE), bytes, Named::ByUs, Links::Replace)
+        .map_err(refused)?;
     crate::fsutil::remove_old_temps(&dir, crate::fsutil::OLD_TEMP);
     Ok(())
-}
-
-/// Writes `bytes` over the regular file at `path` (made if missing, never through a link): in
-/// place rather than by a temporary file renamed over it, which makes ext4 write the new file
-/// out at once (`auto_da_alloc`) and drop the old one's pages, about a millisecond for a 1 MB
-/// session. The copy is not `fsync`ed either way: a crash while it is written may leave it torn,
-/// while `session.json`, written whole and durably before it, is not.
-///
-/// Errors: `path` is a link or not a regular file, or the write failed (the caller then writes
-/// it the usual way).
-fn overwrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    let mut file = options.open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    file.write_all(bytes)?;
-    file.set_len(bytes.len() as u64)
 }
 
 /// The kept copy of `project`'s session: its path and bytes, when there is one.
@@ -118,24 +87,6 @@ pub fn read(project: &Project) -> Option<(PathBuf, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_copy_is_overwritten_in_place_but_never_through_a_link() {
-        let dir = tempfile::tempdir().unwrap();
-        let copy = dir.path().join(FILE);
-        overwrite(&copy, b"a longer first session").unwrap();
-        overwrite(&copy, b"{}").unwrap();
-        assert_eq!(std::fs::read(&copy).unwrap(), b"{}");
-        #[cfg(unix)]
-        {
-            let target = dir.path().join("elsewhere");
-            std::fs::write(&target, "keep").unwrap();
-            let link = dir.path().join("link.json");
-            std::os::unix::fs::symlink(&target, &link).unwrap();
-            assert!(overwrite(&link, b"{}").is_err());
-            assert_eq!(std::fs::read(&target).unwrap(), b"keep");
-        }
-    }
 
     #[test]
     fn each_project_has_its_own_directory() {

@@ -220,12 +220,12 @@ fn a_damaged_history_line_is_said_not_a_crash() {
     let text = sb.ok(&["runs", "1"]);
     assert!(text.contains("history.jsonl is damaged"), "{text}");
     assert!(text.contains("1 commit (not listed)"), "{text}");
-    assert!(text.contains("HEAD:     unknown (moved to"), "{text}");
+    assert!(text.contains("HEAD:     unknown (it was kept"), "{text}");
     // The other moved runs read back whole.
     let two = json_of(&sb, &["runs", "2", "--json"]);
     assert!(two["run"]["transcript"].is_object(), "{two:#}");
     assert!(two["run"]["head_before"].is_string(), "{two:#}");
-    assert!(!sb.ok(&["runs", "2"]).contains("unknown (moved"));
+    assert!(!sb.ok(&["runs", "2"]).contains("HEAD:     unknown"));
     assert!(two["run"].get("history_line_damaged").is_none());
     let all = json_of(&sb, &["runs", "--json"]);
     assert_eq!(all["runs"][0]["history_line_damaged"], true);
