@@ -218,6 +218,20 @@ impl Sandbox {
         }
     }
 
+    /// Installs a stand-in `codex` that writes a rollout in Codex's session store for the
+    /// session id in `$ID`, started now in the current directory (the `session_meta` line
+    /// Codex begins a rollout with), then runs `then`.
+    pub fn codex_writing_rollout(&self, then: &str) -> PathBuf {
+        self.stand_in(
+            "codex",
+            &format!(
+                "day=$(date -u +%Y/%m/%d); dir=\"$HOME/.codex/sessions/$day\"; mkdir -p \"$dir\"\n\
+                 printf '{{\"type\":\"session_meta\",\"payload\":{{\"id\":\"%s\",\"timestamp\":\"%s\",\"cwd\":\"%s\"}}}}\\n' \
+                   \"$ID\" \"$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\" \"$(pwd -P)\" > \"$dir/rollout-$ID.jsonl\"\n{then}"
+            ),
+        )
+    }
+
     /// Installs an executable shell script named `name` on the sandbox's PATH.
     pub fn stand_in(&self, name: &str, script: &str) -> PathBuf {
         let p = self.bin_dir.join(name);

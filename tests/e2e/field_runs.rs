@@ -456,13 +456,7 @@ fn two_overlapping_codex_runs_each_record_their_own_session() {
 #[test]
 fn overlapping_runs_that_cannot_be_told_apart_record_no_session_and_say_why() {
     let sb = Sandbox::with_session();
-    sb.stand_in(
-        "codex",
-        "day=$(date -u +%Y/%m/%d); dir=\"$HOME/.codex/sessions/$day\"; mkdir -p \"$dir\"\n\
-         printf '{\"type\":\"session_meta\",\"payload\":{\"id\":\"%s\",\"timestamp\":\"%s\",\"cwd\":\"%s\"}}\\n' \
-           \"$ID\" \"$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\" \"$(pwd -P)\" > \"$dir/rollout-$ID.jsonl\"\n\
-         while [ ! -e \"$GO\" ]; do sleep 0.05; done",
-    );
+    sb.codex_writing_rollout("while [ ! -e \"$GO\" ]; do sleep 0.05; done");
     let spawn = |id: &str| {
         let mut cmd = sb.cmd();
         cmd.env("ID", id)

@@ -606,12 +606,7 @@ fn a_damaged_old_skeleton_is_reported_by_the_commands_that_read_it() {
 fn the_launcher_weighs_old_undecoded_runs_and_numbers_runs_after_them() {
     let sb = Sandbox::with_session();
     // A stand-in codex that writes a rollout for the session id `$ID`, started now, and exits.
-    sb.stand_in(
-        "codex",
-        "day=$(date -u +%Y/%m/%d); dir=\"$HOME/.codex/sessions/$day\"; mkdir -p \"$dir\"\n\
-         printf '{\"type\":\"session_meta\",\"payload\":{\"id\":\"%s\",\"timestamp\":\"%s\",\"cwd\":\"%s\"}}\\n' \
-           \"$ID\" \"$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\" \"$(pwd -P)\" > \"$dir/rollout-$ID.jsonl\"",
-    );
+    sb.codex_writing_rollout("");
     let id = "0199cccc-0000-7000-8000-00000000000c";
     let codex = |sb: &Sandbox| {
         let out = sb
